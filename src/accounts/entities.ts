@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property } from '@mikro-orm/core';
+import { Plan } from '../kernel/plans.js';
+
+@Entity({ tableName: 'accounts' })
+export class Account {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'string', length: 200 })
+  name!: string;
+
+  @Enum({ items: () => Plan, nativeEnumName: undefined })
+  plan!: Plan;
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+@Entity({ tableName: 'users' })
+export class User {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Account, { deleteRule: 'cascade' })
+  account!: Account;
+
+  /** Stored lower-cased; unique across the service. */
+  @Property({ type: 'string', length: 320, unique: true })
+  email!: string;
+
+  @Property({ type: 'string', length: 200 })
+  name!: string;
+
+  @Property({ type: 'string', length: 200, hidden: true })
+  passwordHash!: string;
+
+  @Property({ type: 'json' })
+  roles: string[] = [];
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+@Entity({ tableName: 'api_keys' })
+@Index({ properties: ['account', 'revokedAt'] })
+export class ApiKey {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Account, { deleteRule: 'cascade' })
+  account!: Account;
+
+  @Property({ type: 'string', length: 200 })
+  name!: string;
+
+  /** The first characters of the secret, shown in listings so people can tell keys apart. */
+  @Property({ type: 'string', length: 16 })
+  prefix!: string;
+
+  /** SHA-256 of the whole secret; the secret itself is never stored. */
+  @Property({ type: 'string', length: 64, unique: true, hidden: true })
+  secretHash!: string;
+
+  @Property({ type: 'json' })
+  scopes: string[] = [];
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+
+  @Property({ type: 'datetime', nullable: true })
+  lastUsedAt?: Date | null;
+
+  @Property({ type: 'datetime', nullable: true })
+  revokedAt?: Date | null;
+
+  @Property({ type: 'datetime', nullable: true })
+  expiresAt?: Date | null;
+
+  /** The key this one replaced by rotation. */
+  @Property({ type: 'uuid', nullable: true })
+  rotatedFromId?: string | null;
+}
+
+export const accountEntities = [Account, User, ApiKey];

@@ -1,0 +1,7 @@
+import type { DomainModule } from '../gateway/module.js';
+import { ViewerResolver } from './resolvers.js';
+
+export const accountsModule: DomainModule = {
+  name: 'accounts',
+  resolvers: [ViewerResolver],
+};

@@ -1,0 +1,133 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import formbody from '@fastify/formbody';
+import type { Config } from './config.js';
+import { AuditWriter } from './audit/writer.js';
+import { openDatabase, type Database } from './db/orm.js';
+import { AccessPolicy } from './gateway/access.js';
+import { demandControl } from './gateway/demand.js';
+import { noopEvents, type Admission, type AppServices } from './gateway/context.js';
+import { CredentialResolver } from './gateway/credentials.js';
+import { registerEdge, registerErrorHandlers, requestIdOf } from './gateway/edge.js';
+import { registerGraphQL } from './gateway/graphql-http.js';
+import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
+import { createRateLimiter } from './gateway/limits.js';
+import { prepareRoutes, registerRestRoutes } from './gateway/rest.js';
+import { gatewaySchema } from './gateway/schema.js';
+import { systemClock, type Clock } from './kernel/clock.js';
+import { MODULES } from './modules.js';
+
+/** The same JSON as /v1/vessels/lookup?imo=9074729 from a bare route: the benchmark's baseline. */
+function registerBenchRoutes(fastify: FastifyInstance): void {
+  const vessel = { imo: '9074729', name: 'Northern Tern', flag: 'SG' };
+  fastify.get('/bench/bare', async () => vessel);
+}
+
+export interface App {
+  fastify: FastifyInstance;
+  services: AppServices;
+  ws: WsServer;
+  /** Listens on the configured host/port (port 0 picks a free one); returns the base URL. */
+  listen(): Promise<string>;
+  /** Graceful: stop accepting, finish in-flight requests, close sockets with 1001, flush, close the DB. */
+  close(): Promise<void>;
+}
+
+export interface AppOptions {
+  clock?: Clock;
+  /** Reuse an open database (tests); otherwise one is opened from config and migrated. */
+  db?: Database;
+  logger?: boolean;
+  /** Replaces the rate limiter built from config (tests that need another budget). */
+  admission?: Admission;
+}
+
+export async function buildApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const clock = options.clock ?? systemClock;
+  const db = options.db ?? (await openDatabase(config.databaseUrl));
+  if (!options.db) await db.migrate();
+
+  const fastify = Fastify({
+    logger: options.logger === false ? false : { level: config.logLevel },
+    // Fastify accepts a hop count at run time; its types only list the other forms.
+    trustProxy: config.trustProxy as boolean | string,
+    genReqId: (req) => requestIdOf(req.headers['x-request-id']),
+    bodyLimit: 1024 * 1024,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  });
+  await fastify.register(formbody);
+  // No API takes text/plain; without a parser such bodies get a clean 415.
+  fastify.removeContentTypeParser('text/plain');
+
+  if (config.benchRoutes) registerBenchRoutes(fastify);
+
+  const schema = gatewaySchema();
+  const policy = new AccessPolicy(schema);
+  const credentials = new CredentialResolver(db, clock, config.credentialCacheTtlMs);
+  const stopRevocationWatch = credentials.watchRevocations(config.revocationPollMs);
+  const limiter = options.admission ? undefined : createRateLimiter(config, clock);
+  const audit = new AuditWriter(db, (e) => fastify.log.error({ err: e }, 'audit write failed'));
+  const services: AppServices = {
+    config,
+    db,
+    clock,
+    logger: fastify.log,
+    admission: options.admission ?? limiter!,
+    events: noopEvents,
+    credentials,
+    audit,
+    policy,
+    validationRules: [demandControl({ maxDepth: config.graphqlMaxDepth, maxCost: config.graphqlMaxCost })],
+  };
+  for (const module of MODULES) await module.start?.(services);
+
+  registerErrorHandlers(fastify);
+  registerEdge(fastify, credentials, audit);
+
+  let closing = false;
+  fastify.get('/healthz', async () => ({ status: 'ok' }));
+  fastify.get('/readyz', async (_request, reply) => {
+    const ok = !closing && (await db.ping());
+    return reply
+      .code(ok ? 200 : 503)
+      .send({ status: ok ? 'ready' : 'unavailable', database: ok ? 'ok' : 'unreachable' });
+  });
+
+  const apollo = await registerGraphQL(fastify, schema, policy, services);
+  registerRestRoutes(
+    fastify,
+    services,
+    prepareRoutes(
+      schema,
+      policy,
+      MODULES.flatMap((m) => m.restRoutes ?? []),
+    ),
+  );
+  for (const module of MODULES) await module.http?.(fastify, services);
+  const ws = registerGraphQLWs(fastify, schema, policy, services, credentials, audit);
+
+  return {
+    fastify,
+    services,
+    ws,
+    async listen() {
+      await fastify.listen({ port: config.port, host: config.host });
+      const address = fastify.server.address();
+      const port = typeof address === 'object' && address ? address.port : config.port;
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      return `http://${host}:${port}`;
+    },
+    async close() {
+      closing = true;
+      stopRevocationWatch();
+      await ws.close();
+      // Apollo's drain plugin closes Fastify: no new connections, in-flight requests finish.
+      await apollo.stop();
+      for (const module of MODULES) await module.stop?.(services);
+      await audit.flush();
+      await credentials.flushLastUsed();
+      await limiter?.close();
+      if (!options.db) await db.close();
+    },
+  };
+}

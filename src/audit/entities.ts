@@ -1,0 +1,46 @@
+import { Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+
+/** One row per API call (REST request, GraphQL operation, subscription start). Append-only. */
+@Entity({ tableName: 'audit_records' })
+@Index({ properties: ['accountId', 'at'] })
+export class AuditRecord {
+  @PrimaryKey({ type: 'bigint', autoincrement: true })
+  id!: string;
+
+  @Property({ type: 'datetime', index: true })
+  at!: Date;
+
+  @Property({ type: 'string', length: 64 })
+  requestId!: string;
+
+  @Property({ type: 'uuid', nullable: true })
+  accountId?: string | null;
+
+  @Property({ type: 'string', length: 16, nullable: true })
+  credentialKind?: string | null;
+
+  @Property({ type: 'string', length: 64, nullable: true })
+  credentialId?: string | null;
+
+  @Property({ type: 'string', length: 64, nullable: true })
+  ip?: string | null;
+
+  @Property({ type: 'string', length: 512, nullable: true })
+  userAgent?: string | null;
+
+  /** sha256(credential id + IP prefix + user agent), truncated: groups calls of one session. */
+  @Property({ type: 'string', length: 32, nullable: true })
+  fingerprint?: string | null;
+
+  /** `GET /v1/vessels/lookup`, `query VesselLookup`, `subscription TierFeed` ... */
+  @Property({ type: 'string', length: 200 })
+  operation!: string;
+
+  @Property({ type: 'integer' })
+  status!: number;
+
+  @Property({ type: 'integer' })
+  durationMs!: number;
+}
+
+export const auditEntities = [AuditRecord];

@@ -1,0 +1,7 @@
+import type { DomainModule } from '../gateway/module.js';
+import { AuditResolver } from './resolvers.js';
+
+export const auditModule: DomainModule = {
+  name: 'audit',
+  resolvers: [AuditResolver],
+};

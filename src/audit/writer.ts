@@ -1,0 +1,105 @@
+import { isIPv4, isIPv6 } from 'node:net';
+import type { Database } from '../db/orm.js';
+import { sha256Hex } from '../kernel/crypto.js';
+import { AuditRecord } from './entities.js';
+
+export interface AuditEntry {
+  at: Date;
+  requestId: string;
+  accountId?: string | null;
+  credentialKind?: string | null;
+  credentialId?: string | null;
+  ip?: string | null;
+  userAgent?: string | null;
+  operation: string;
+  status: number;
+  durationMs: number;
+}
+
+/** /24 for IPv4, /48 for IPv6: a session that hops addresses inside one network keeps its fingerprint. */
+export function ipPrefix(ip: string): string {
+  const v4 = ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+  if (isIPv4(v4)) return v4.split('.').slice(0, 3).join('.') + '.0/24';
+  if (isIPv6(ip)) {
+    const groups = expandIpv6(ip);
+    return groups.slice(0, 3).join(':') + '::/48';
+  }
+  return ip;
+}
+
+function expandIpv6(ip: string): string[] {
+  const [head, tail] = ip.split('::') as [string, string | undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const fill = Array(8 - left.length - right.length).fill('0');
+  return [...left, ...(tail === undefined ? [] : fill), ...right].map((g) => g.toLowerCase());
+}
+
+export function sessionFingerprint(
+  credentialId: string | null | undefined,
+  ip: string | null | undefined,
+  userAgent: string | null | undefined,
+): string | null {
+  if (!credentialId) return null;
+  return sha256Hex(`${credentialId}|${ip ? ipPrefix(ip) : ''}|${userAgent ?? ''}`).slice(0, 32);
+}
+
+/**
+ * Appends audit records in small batches off the request path. A crash can lose at most the
+ * last flush interval; shutdown flushes what is buffered.
+ */
+export class AuditWriter {
+  private buffer: AuditEntry[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Database,
+    private readonly onError: (error: unknown) => void,
+    private readonly flushMs = 250,
+    private readonly maxBatch = 500,
+  ) {}
+
+  record(entry: AuditEntry): void {
+    this.buffer.push(entry);
+    if (this.buffer.length >= this.maxBatch) {
+      void this.flush();
+    } else if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), this.flushMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Writes everything buffered so far; resolves when it is stored. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.buffer;
+    this.buffer = [];
+    this.flushing = this.flushing.then(async () => {
+      if (batch.length === 0) return;
+      try {
+        const em = this.db.em();
+        await em.insertMany(
+          AuditRecord,
+          batch.map((e) => ({
+            at: e.at,
+            requestId: e.requestId,
+            accountId: e.accountId ?? null,
+            credentialKind: e.credentialKind ?? null,
+            credentialId: e.credentialId ?? null,
+            ip: e.ip ?? null,
+            userAgent: e.userAgent?.slice(0, 512) ?? null,
+            fingerprint: sessionFingerprint(e.credentialId, e.ip, e.userAgent),
+            operation: e.operation.slice(0, 200),
+            status: e.status,
+            durationMs: Math.round(e.durationMs),
+          })),
+        );
+      } catch (error) {
+        this.onError(error);
+      }
+    });
+    return this.flushing;
+  }
+}

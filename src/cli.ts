@@ -1,0 +1,179 @@
+import 'reflect-metadata';
+import { parseArgs } from 'node:util';
+import { accountCommands } from './accounts/cli.js';
+import { auditCommands } from './audit/cli.js';
+import { authCommands } from './auth/cli.js';
+import { eventsCommands } from './events/cli.js';
+import { liquidityCommands } from './liquidity/cli.js';
+import { portOpsCommands } from './port-ops/cli.js';
+import { ConfigError, loadConfig } from './config.js';
+import { isEmpty, seedDemo, formatDemoCredentials } from './db/seed.js';
+import { openDatabase } from './db/orm.js';
+import { systemClock } from './kernel/clock.js';
+import type { CliCommand, CliOptionValue } from './kernel/cli-command.js';
+import { isAppError } from './kernel/errors.js';
+
+const coreCommands: CliCommand[] = [
+  {
+    name: 'serve',
+    description: 'Start the gateway (same as npm start)',
+    usage: '',
+    noDatabase: true,
+    async run() {
+      const { serve } = await import('./main.js');
+      await serve();
+      return { json: null, text: '' };
+    },
+  },
+  {
+    name: 'migrate',
+    description: 'Apply pending database migrations',
+    usage: '',
+    async run({ db }) {
+      const applied = await db.migrate();
+      return {
+        json: { applied },
+        text: applied.length ? `Applied ${applied.join(', ')}` : 'Database is up to date',
+      };
+    },
+  },
+  {
+    name: 'seed',
+    description: 'Create the demo dataset on an empty database and print its credentials once',
+    usage: '--demo',
+    options: { demo: { type: 'boolean', required: true } },
+    async run({ db, clock, config }) {
+      if (!(await isEmpty(db.em())))
+        throw new Error('The database already has accounts; demo data is only seeded into an empty database');
+      const creds = await seedDemo(db, { clock, config });
+      return {
+        json: {
+          accounts: creds.accounts.map((a) => ({ plan: a.plan, account_id: a.accountId, api_key: a.apiKey })),
+          admin: {
+            email: creds.admin.email,
+            password: creds.admin.password,
+            account_id: creds.admin.accountId,
+          },
+        },
+        text: formatDemoCredentials(creds),
+      };
+    },
+  },
+];
+
+/** Every command, core first; domains contribute theirs from `src/<domain>/cli.ts`. */
+export const COMMANDS: CliCommand[] = [
+  ...coreCommands,
+  ...accountCommands,
+  ...auditCommands,
+  ...authCommands,
+  ...portOpsCommands,
+  ...liquidityCommands,
+  ...eventsCommands,
+];
+
+function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'Usage: tidegate <command> [options] [--json]',
+    '',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.usage ? c.usage + '  ' : ''}— ${c.description}`),
+    '',
+    'Every command honours DATABASE_URL. --json prints exactly one JSON object on stdout.',
+  ].join('\n');
+}
+
+function findCommand(argv: string[]): { command: CliCommand; rest: string[] } | null {
+  for (const words of [2, 1]) {
+    const name = argv.slice(0, words).join(' ');
+    const command = COMMANDS.find((c) => c.name === name);
+    if (command) return { command, rest: argv.slice(words) };
+  }
+  return null;
+}
+
+/** Runs one command; returns the exit code. Errors become a message on stderr and exit code 1. */
+export async function runCli(argv: string[]): Promise<number> {
+  try {
+    return await dispatch(argv);
+  } catch (e) {
+    const message = isAppError(e) || e instanceof ConfigError || e instanceof Error ? e.message : String(e);
+    process.stderr.write(`tidegate: ${message}\n`);
+    return 1;
+  }
+}
+
+async function dispatch(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
+    process.stdout.write(usage() + '\n');
+    return argv.length === 0 ? 1 : 0;
+  }
+  const found = findCommand(argv);
+  if (!found) {
+    process.stderr.write(
+      `tidegate: unknown command '${argv
+        .filter((a) => !a.startsWith('-'))
+        .slice(0, 2)
+        .join(' ')}'\n\n${usage()}\n`,
+    );
+    return 2;
+  }
+  const { command, rest } = found;
+  let parsed: { values: Record<string, CliOptionValue>; positionals: string[] };
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: { ...(command.options ?? {}), json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    }) as typeof parsed;
+  } catch (e) {
+    process.stderr.write(
+      `tidegate ${command.name}: ${(e as Error).message}\nUsage: tidegate ${command.name} ${command.usage}\n`,
+    );
+    return 2;
+  }
+  const missing = Object.entries(command.options ?? {})
+    .filter(([name, spec]) => spec.required && parsed.values[name] === undefined)
+    .map(([name]) => `--${name}`);
+  const wanted = command.positionals ?? [];
+  if (missing.length > 0 || parsed.positionals.length !== wanted.length) {
+    const problems = [
+      ...(missing.length ? [`missing ${missing.join(', ')}`] : []),
+      ...(parsed.positionals.length !== wanted.length
+        ? [`expected ${wanted.length ? wanted.join(' ') : 'no arguments'}`]
+        : []),
+    ];
+    process.stderr.write(
+      `tidegate ${command.name}: ${problems.join('; ')}\nUsage: tidegate ${command.name} ${command.usage}\n`,
+    );
+    return 2;
+  }
+
+  const json = parsed.values.json === true;
+  const config = loadConfig();
+  if (command.noDatabase) {
+    await command.run(
+      { config, db: undefined as never, clock: systemClock },
+      { options: parsed.values, positionals: parsed.positionals },
+    );
+    return 0;
+  }
+  const db = await openDatabase(config.databaseUrl);
+  try {
+    if (command.name !== 'migrate') await db.migrate();
+    const result = await command.run(
+      { config, db, clock: systemClock },
+      { options: parsed.values, positionals: parsed.positionals },
+    );
+    if (command.streamsOutput) process.stderr.write(result.text + '\n');
+    else process.stdout.write((json ? JSON.stringify(result.json) : result.text) + '\n');
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  process.exitCode = await runCli(process.argv.slice(2));
+}

@@ -1,0 +1,199 @@
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { parseDuration } from './kernel/clock.js';
+import { Plan } from './kernel/plans.js';
+
+/** Per-plan limits for the liquidity API. `null` means unlimited. */
+export interface PlanLimit {
+  perMinute: number;
+  perMonth: number | null;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  /** A SQLite file path or a postgres:// URL. */
+  databaseUrl: string;
+  /** Public origin of this service; the OAuth issuer and the base of absolute links. */
+  publicUrl: string;
+  /** Fastify trustProxy: false, true, a hop count, or a comma-separated list of addresses/CIDRs. */
+  trustProxy: boolean | number | string;
+  redisUrl: string | undefined;
+  logLevel: string;
+  /** Create the demo dataset on an empty database at start. */
+  demoSeed: boolean;
+  maxActiveApiKeys: number;
+  apiKeyRotationGraceMs: number;
+  /** How long a verified API key may be served from the in-memory cache. */
+  credentialCacheTtlMs: number;
+  /** How often each process looks for API keys revoked elsewhere. */
+  revocationPollMs: number;
+  shutdownGraceMs: number;
+  documentsDir: string;
+  documentMaxBytes: number;
+  /** HMAC key of signed document-upload URLs; a random per-process key when unset. */
+  documentUploadSecret: string;
+  webhookAllowPrivate: boolean;
+  /** Per-attempt HTTP timeout of a webhook delivery. */
+  webhookTimeoutMs: number;
+  /** First retry delay; each later one is 3× longer (with ±20 % jitter). */
+  webhookRetryBaseMs: number;
+  /** Attempts per delivery before it fails for good and the endpoint is disabled. */
+  webhookMaxAttempts: number;
+  /** How often the outbox worker looks for work it was not told about (other processes, retries). */
+  webhookPollMs: number;
+  /** Run the webhook outbox worker in this process. */
+  webhookWorker: boolean;
+  /** Channel prefix on Redis, so several deployments (or test runs) can share one server. */
+  redisPrefix: string;
+  wsMaxSubscriptionsPerConnection: number;
+  wsKeepAliveMs: number;
+  planLimits: Record<Plan, PlanLimit>;
+  /** Per-credential requests per minute on the port-operations API. */
+  portOpsPerMinute: number;
+  /** Demand control: deepest selection and largest estimated cost an operation may have. */
+  graphqlMaxDepth: number;
+  graphqlMaxCost: number;
+  /** Serves GET /bench/bare, the baseline route `npm run bench` compares against. Off in production. */
+  benchRoutes: boolean;
+  /** Console / OAuth login session lifetime. */
+  authSessionTtlMs: number;
+  /** Failed sign-ins allowed per IP and per email within authThrottleWindowMs before 429. */
+  authLoginMaxFailures: number;
+  /** Failed client authentications allowed per IP and per client_id within authThrottleWindowMs before 429. */
+  authClientMaxFailures: number;
+  authThrottleWindowMs: number;
+  /** How often the access-token deny-list is reloaded (revocations made by other processes or the CLI). */
+  authDenyListRefreshMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const DEFAULT_PLAN_LIMITS: Record<Plan, PlanLimit> = {
+  [Plan.OBSERVER]: { perMinute: 0, perMonth: 0 },
+  [Plan.ANALYST]: { perMinute: 60, perMonth: 2_000 },
+  [Plan.PROFESSIONAL]: { perMinute: 200, perMonth: 10_000 },
+  [Plan.INSTITUTIONAL]: { perMinute: 600, perMonth: null },
+};
+
+/** Reads the environment once; every other module gets its settings from the returned object. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+
+  const int = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be an integer between ${min} and ${max} (got '${raw}')`);
+      return fallback;
+    }
+    return value;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (raw === undefined || raw === '') return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+    if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+    problems.push(`${name} must be true or false (got '${env[name]}')`);
+    return fallback;
+  };
+  const duration = (name: string, fallback: string): number => {
+    const raw = env[name] || fallback;
+    try {
+      return parseDuration(raw);
+    } catch (e) {
+      problems.push(`${name}: ${(e as Error).message}`);
+      return parseDuration(fallback);
+    }
+  };
+  const optionalInt = (name: string, fallback: number | null): number | null => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (raw === 'unlimited') return null;
+    return raw === undefined || raw === '' ? fallback : int(name, fallback ?? 0);
+  };
+
+  const port = int('PORT', 4000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const databaseUrl = env.DATABASE_URL || resolve('data', 'tidegate.sqlite');
+  if (/^[a-z]+:\/\//i.test(databaseUrl) && !/^postgres(ql)?:\/\//i.test(databaseUrl)) {
+    problems.push(`DATABASE_URL must be a SQLite file path or a postgres:// URL (got '${databaseUrl}')`);
+  }
+  const publicUrl = (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(
+    /\/+$/,
+    '',
+  );
+  try {
+    new URL(publicUrl);
+  } catch {
+    problems.push(`PUBLIC_URL must be an absolute URL (got '${publicUrl}')`);
+  }
+
+  const planLimits = Object.fromEntries(
+    Object.entries(DEFAULT_PLAN_LIMITS).map(([plan, limit]) => [
+      plan,
+      {
+        perMinute: int(`LIMIT_${plan}_PER_MINUTE`, limit.perMinute),
+        perMonth: optionalInt(`LIMIT_${plan}_PER_MONTH`, limit.perMonth),
+      },
+    ]),
+  ) as Record<Plan, PlanLimit>;
+
+  const config: Config = {
+    port,
+    host,
+    databaseUrl,
+    publicUrl,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    redisUrl: env.REDIS_URL || undefined,
+    logLevel: env.LOG_LEVEL || 'info',
+    demoSeed: bool('DEMO_SEED', true),
+    maxActiveApiKeys: int('MAX_ACTIVE_API_KEYS', 5, 1, 1000),
+    apiKeyRotationGraceMs: duration('API_KEY_ROTATION_GRACE', '24h'),
+    credentialCacheTtlMs: duration('CREDENTIAL_CACHE_TTL', '30s'),
+    revocationPollMs: duration('REVOCATION_POLL', '2s'),
+    shutdownGraceMs: duration('SHUTDOWN_GRACE', '10s'),
+    documentsDir: resolve(env.DOCUMENTS_DIR || resolve('data', 'documents')),
+    documentMaxBytes: int('DOCUMENT_MAX_BYTES', 25 * 1024 * 1024, 1),
+    documentUploadSecret: env.DOCUMENT_UPLOAD_SECRET || randomBytes(32).toString('base64url'),
+    webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
+    webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '10s'),
+    webhookRetryBaseMs: duration('WEBHOOK_RETRY_BASE', '1m'),
+    webhookMaxAttempts: int('WEBHOOK_MAX_ATTEMPTS', 8, 1, 20),
+    webhookPollMs: duration('WEBHOOK_POLL', '1s'),
+    webhookWorker: bool('WEBHOOK_WORKER', true),
+    redisPrefix: env.REDIS_PREFIX || 'tidegate',
+    wsMaxSubscriptionsPerConnection: int('WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 50, 1, 10_000),
+    wsKeepAliveMs: duration('WS_KEEPALIVE', '12s'),
+    planLimits,
+    portOpsPerMinute: int('PORT_OPS_PER_MINUTE', 600, 1),
+    benchRoutes: bool('BENCH_ROUTES', false),
+    graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 12, 2, 100),
+    graphqlMaxCost: int('GRAPHQL_MAX_COST', 20_000, 10),
+    authSessionTtlMs: duration('AUTH_SESSION_TTL', '12h'),
+    authLoginMaxFailures: int('AUTH_LOGIN_MAX_FAILURES', 5, 1),
+    authClientMaxFailures: int('AUTH_CLIENT_MAX_FAILURES', 10, 1),
+    authThrottleWindowMs: duration('AUTH_THROTTLE_WINDOW', '15m'),
+    authDenyListRefreshMs: duration('AUTH_DENYLIST_REFRESH', '5s'),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+function parseTrustProxy(raw: string | undefined): boolean | number | string {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw;
+}
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}

@@ -1,0 +1,18 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261122000100Foundation } from './Migration20261122000100Foundation.js';
+import { Migration20261122000300Auth } from './Migration20261122000300Auth.js';
+import { Migration20261122000600Events } from './Migration20261122000600Events.js';
+import { Migration20261122000700PortOps } from './Migration20261122000700PortOps.js';
+import { Migration20261122000800Liquidity } from './Migration20261122000800Liquidity.js';
+
+/**
+ * Every migration, in order. Migrations are checked in and never edited once released;
+ * a change to the schema is a new file here.
+ */
+export const MIGRATIONS: MigrationObject[] = [
+  { name: 'Migration20261122000100Foundation', class: Migration20261122000100Foundation },
+  { name: 'Migration20261122000300Auth', class: Migration20261122000300Auth },
+  { name: 'Migration20261122000600Events', class: Migration20261122000600Events },
+  { name: 'Migration20261122000700PortOps', class: Migration20261122000700PortOps },
+  { name: 'Migration20261122000800Liquidity', class: Migration20261122000800Liquidity },
+];

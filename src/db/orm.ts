@@ -1,0 +1,88 @@
+import 'reflect-metadata';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { MikroORM, type Options } from '@mikro-orm/core';
+import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/knex';
+import { Migrator } from '@mikro-orm/migrations';
+import { isPostgresUrl } from '../config.js';
+import { ALL_ENTITIES } from './entities.js';
+import { MIGRATIONS } from './migrations/index.js';
+
+export type Dialect = 'sqlite' | 'postgresql';
+
+export interface Database {
+  orm: MikroORM;
+  dialect: Dialect;
+  /** A fresh, request-scoped entity manager. */
+  em(): EntityManager;
+  /** Runs pending migrations; returns the names applied. */
+  migrate(): Promise<string[]>;
+  /** True when the database answers a trivial query. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** Log every SQL statement through this callback (tests count statements with it). */
+  onQuery?: (sql: string) => void;
+}
+
+export function ormOptions(url: string, options: DatabaseOptions = {}): Options {
+  const postgres = isPostgresUrl(url);
+  return {
+    driver: postgres ? PostgreSqlDriver : BetterSqliteDriver,
+    ...(postgres ? { clientUrl: url } : { dbName: url }),
+    entities: ALL_ENTITIES,
+    extensions: [Migrator],
+    migrations: {
+      migrationsList: MIGRATIONS,
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+      tableName: 'schema_migrations',
+      silent: true,
+    },
+    discovery: { warnWhenNoEntities: false },
+    forceUtcTimezone: true,
+    allowGlobalContext: false,
+    ensureDatabase: false,
+    // Entities must never silently persist when a request ends without flushing.
+    persistOnCreate: false,
+    debug: options.onQuery ? ['query'] : false,
+    logger: options.onQuery ? (message: string) => options.onQuery?.(message) : undefined,
+    pool: postgres ? { min: 0, max: 10 } : undefined,
+  } as Options;
+}
+
+export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
+  const postgres = isPostgresUrl(url);
+  if (!postgres && url !== ':memory:') mkdirSync(dirname(url), { recursive: true });
+  const orm = await MikroORM.init(ormOptions(url, options));
+  if (!postgres) {
+    const conn = orm.em.getConnection();
+    // WAL lets the CLI write while the server reads; busy_timeout waits instead of failing.
+    await conn.execute('pragma journal_mode = WAL');
+    await conn.execute('pragma busy_timeout = 5000');
+    await conn.execute('pragma foreign_keys = ON');
+  }
+  return {
+    orm,
+    dialect: postgres ? 'postgresql' : 'sqlite',
+    em: () => orm.em.fork() as EntityManager,
+    async migrate() {
+      const applied = await orm.getMigrator().up();
+      return applied.map((m) => m.name);
+    },
+    async ping() {
+      try {
+        await orm.em.getConnection().execute('select 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: () => orm.close(true),
+  };
+}

@@ -1,0 +1,125 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import DataLoader from 'dataloader';
+import type { FastifyBaseLogger } from 'fastify';
+import type { ValidationRule } from 'graphql';
+import type { Config } from '../config.js';
+import type { Database } from '../db/orm.js';
+import type { Clock } from '../kernel/clock.js';
+import { unauthenticated } from '../kernel/errors.js';
+import type { Principal } from '../kernel/principal.js';
+import type { AuditWriter } from '../audit/writer.js';
+import type { AccessPolicy, Requirements } from './access.js';
+import type { CredentialResolver } from './credentials.js';
+
+/**
+ * Process-wide services every door shares. Domains that need more (event bus, rate limiter,
+ * document store …) add optional members here rather than reaching for globals.
+ */
+export interface AppServices {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  logger: FastifyBaseLogger;
+  /** Called once per operation after the access check passes: rate limits and quotas. */
+  admission: Admission;
+  /** Published domain events; the live-events layer replaces the default no-op bus. */
+  events: EventPublisher;
+  credentials: CredentialResolver;
+  audit: AuditWriter;
+  /** The access rules of the one schema; hand-written routes check through `authorizeField`. */
+  policy: AccessPolicy;
+  /** Validation rules beyond graphql-js's own (demand control), applied by every door. */
+  validationRules: ValidationRule[];
+}
+
+export interface AdmissionResult {
+  /** Headers to send with the response (X-RateLimit-*). */
+  headers: Record<string, string>;
+}
+
+export interface Admission {
+  /** Throws RATE_LIMIT_EXCEEDED / LIMIT_REACHED (with Retry-After) when the caller is over budget. */
+  admit(principal: Principal, requirements: Requirements): Promise<AdmissionResult>;
+}
+
+export const openAdmission: Admission = { admit: async () => ({ headers: {} }) };
+
+export interface DomainEvent<T = unknown> {
+  /** Stable id: the same event always carries the same id, through every retry. */
+  id: string;
+  type: string;
+  occurredAt: Date;
+  /** Tenant the event belongs to; null for market-wide events. */
+  accountId: string | null;
+  payload: T;
+}
+
+export interface EventPublisher {
+  /** Publishes events that are already committed. */
+  publish(events: DomainEvent[]): Promise<void>;
+}
+
+export const noopEvents: EventPublisher = { publish: async () => {} };
+
+/** Everything a resolver sees. Built once per request / operation. */
+export interface GatewayContext {
+  requestId: string;
+  principal: Principal | null;
+  em: EntityManager;
+  services: AppServices;
+  loaders: LoaderRegistry;
+  /** Filled in during execution and read by the transport: audit name, extra response headers. */
+  meta: OperationMeta;
+}
+
+export interface OperationMeta {
+  operation?: string;
+  headers: Record<string, string>;
+}
+
+/** DataLoaders are per request: created on first use and shared by every resolver of the request. */
+export class LoaderRegistry {
+  private readonly loaders = new Map<string, DataLoader<unknown, unknown>>();
+
+  constructor(private readonly ctx: { em: EntityManager }) {}
+
+  get<K, V>(
+    name: string,
+    batch: (em: EntityManager, keys: readonly K[]) => Promise<ReadonlyArray<V | Error>>,
+  ): DataLoader<K, V> {
+    let loader = this.loaders.get(name) as DataLoader<K, V> | undefined;
+    if (!loader) {
+      loader = new DataLoader<K, V>((keys) => batch(this.ctx.em, keys), { maxBatchSize: 500 });
+      this.loaders.set(name, loader as DataLoader<unknown, unknown>);
+    }
+    return loader;
+  }
+}
+
+export function createContext(
+  services: AppServices,
+  requestId: string,
+  principal: Principal | null,
+): GatewayContext {
+  // The entity manager is forked on first use: operations served from caches never pay for it.
+  let em: EntityManager | undefined;
+  const ctx: GatewayContext = {
+    requestId,
+    principal,
+    get em() {
+      em ??= services.db.em();
+      return em;
+    },
+    services,
+    loaders: undefined as unknown as LoaderRegistry,
+    meta: { headers: {} },
+  };
+  ctx.loaders = new LoaderRegistry(ctx);
+  return ctx;
+}
+
+/** For resolvers: the access check has already guaranteed a principal on protected fields. */
+export function requirePrincipal(ctx: GatewayContext): Principal {
+  if (!ctx.principal) throw unauthenticated();
+  return ctx.principal;
+}

@@ -1,0 +1,157 @@
+import { ApiKey } from '../accounts/entities.js';
+import { API_KEY_PREFIX, findKeyBySecret, isKeyActive } from '../accounts/service.js';
+import type { Database } from '../db/orm.js';
+import type { Clock } from '../kernel/clock.js';
+import { sha256Hex } from '../kernel/crypto.js';
+import type { Principal } from '../kernel/principal.js';
+
+/** How the caller presented its credential; decides WWW-Authenticate on errors. */
+export type Presentation = 'bearer' | 'x-api-key';
+
+export interface PresentedCredential {
+  secret: string;
+  presentation: Presentation;
+}
+
+/** Verifies bearer tokens that are not API keys (the OAuth server plugs its JWT verifier in here). */
+export interface TokenVerifier {
+  /** Cheap syntactic test: does this look like one of my tokens? */
+  handles(token: string): boolean;
+  /** The principal, or null for an invalid, expired or revoked token. */
+  verify(token: string): Promise<Principal | null>;
+}
+
+type HeaderBag = Record<string, string | string[] | undefined>;
+
+/** `Authorization: Bearer …` first, then `X-API-Key`. */
+export function extractCredential(headers: HeaderBag): PresentedCredential | null | 'malformed' {
+  const auth = headers.authorization;
+  if (typeof auth === 'string' && auth.length > 0) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    return match ? { secret: match[1] as string, presentation: 'bearer' } : 'malformed';
+  }
+  const key = headers['x-api-key'];
+  if (typeof key === 'string' && key.length > 0) return { secret: key.trim(), presentation: 'x-api-key' };
+  return null;
+}
+
+interface CachedKey {
+  principal: Principal;
+  keyId: string;
+  cachedUntil: number;
+}
+
+const MAX_CACHED_KEYS = 10_000;
+
+/**
+ * Turns a presented secret into a Principal. Verified API keys are cached briefly (the
+ * per-request cost is then one SHA-256); revocation evicts at once in this process and
+ * within the cache TTL elsewhere (sooner when the event bus propagates it).
+ */
+export class CredentialResolver {
+  private readonly keyCache = new Map<string, CachedKey>();
+  private readonly pendingLastUsed = new Map<string, Date>();
+  private readonly verifiers: TokenVerifier[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly cacheTtlMs: number,
+  ) {}
+
+  addTokenVerifier(verifier: TokenVerifier): void {
+    this.verifiers.push(verifier);
+  }
+
+  async resolve(secret: string): Promise<Principal | null> {
+    if (secret.startsWith(API_KEY_PREFIX)) return this.resolveApiKey(secret);
+    const verifier = this.verifiers.find((v) => v.handles(secret));
+    return verifier ? verifier.verify(secret) : null;
+  }
+
+  private async resolveApiKey(secret: string): Promise<Principal | null> {
+    const hash = sha256Hex(secret);
+    const now = this.clock.now();
+    const cached = this.keyCache.get(hash);
+    if (cached && cached.cachedUntil > now.getTime()) {
+      const expiresAt = cached.principal.credential.expiresAt;
+      if (!expiresAt || expiresAt > now) {
+        this.noteUsed(cached.keyId, now);
+        return cached.principal;
+      }
+    }
+    this.keyCache.delete(hash);
+    const key = await findKeyBySecret(this.db.em(), secret);
+    if (!key || !isKeyActive(key, now)) return null;
+    const principal = principalForKey(key);
+    if (this.keyCache.size >= MAX_CACHED_KEYS) {
+      const oldest = this.keyCache.keys().next().value;
+      if (oldest !== undefined) this.keyCache.delete(oldest);
+    }
+    this.keyCache.set(hash, { principal, keyId: key.id, cachedUntil: now.getTime() + this.cacheTtlMs });
+    this.noteUsed(key.id, now);
+    return principal;
+  }
+
+  /**
+   * Revocations made by another process (the CLI, a second gateway) reach this cache by a cheap
+   * poll of recently revoked keys, so a revoked key stops working within one interval even
+   * without Redis.
+   */
+  watchRevocations(intervalMs: number): () => void {
+    let since = this.clock.now();
+    const timer = setInterval(() => {
+      const now = this.clock.now();
+      // Overlap the windows a little: clocks of two processes are never exactly equal.
+      const from = new Date(since.getTime() - 5_000);
+      since = now;
+      this.db
+        .em()
+        .find(ApiKey, { revokedAt: { $gte: from } }, { fields: ['id'] })
+        .then((keys) => keys.forEach((k) => this.invalidateKey(k.id)))
+        .catch(() => {
+          // The database may be briefly unavailable; the cache TTL still bounds staleness.
+        });
+    }, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Drops a key from the cache (called on revoke/rotate, here or — via the bus — elsewhere). */
+  invalidateKey(keyId: string): void {
+    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
+  }
+
+  private noteUsed(keyId: string, at: Date): void {
+    this.pendingLastUsed.set(keyId, at);
+    if (!this.flushTimer) {
+      // last_used_at is advisory: write it in batches, not on every request.
+      this.flushTimer = setTimeout(() => void this.flushLastUsed(), 5_000);
+      this.flushTimer.unref();
+    }
+  }
+
+  async flushLastUsed(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    if (this.pendingLastUsed.size === 0) return;
+    const batch = [...this.pendingLastUsed];
+    this.pendingLastUsed.clear();
+    const at = batch.reduce((max, [, d]) => (d > max ? d : max), batch[0]![1]);
+    try {
+      await this.db.em().nativeUpdate(ApiKey, { id: { $in: batch.map(([id]) => id) } }, { lastUsedAt: at });
+    } catch {
+      // The database may be closing; losing a last-used timestamp is harmless.
+    }
+  }
+}
+
+export function principalForKey(key: ApiKey): Principal {
+  return {
+    accountId: key.account.id,
+    plan: key.account.plan,
+    scopes: new Set(key.scopes),
+    credential: { kind: 'api_key', id: key.id, expiresAt: key.expiresAt ?? undefined },
+  };
+}

@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import './fastify-types.js';
+import { AppError, ERROR_CODES, unauthenticated } from '../kernel/errors.js';
+import type { AuditWriter } from '../audit/writer.js';
+import { extractCredential, type CredentialResolver } from './credentials.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** Honours a sane incoming X-Request-Id (so traces join up across services), else makes one. */
+export function requestIdOf(header: string | string[] | undefined): string {
+  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+}
+
+/**
+ * The edge: request id → credentials → principal, then audit on the way out. Runs for every
+ * API route (GraphQL and REST); rate limits and quotas run after the operation is known.
+ */
+export function registerEdge(
+  app: FastifyInstance,
+  credentials: CredentialResolver,
+  audit: AuditWriter,
+): void {
+  app.decorateRequest('principal', null);
+  app.decorateRequest('presentation', null);
+  app.decorateRequest('gatewayMeta', null);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (!request.routeOptions.config.audit) return;
+    const presented = extractCredential(request.headers);
+    if (presented === null) return;
+    if (presented === 'malformed') throw withChallenge(unauthenticated(), 'bearer');
+    request.presentation = presented.presentation;
+    const principal = await credentials.resolve(presented.secret);
+    if (!principal) throw withChallenge(unauthenticated(), presented.presentation);
+    request.principal = principal;
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const name = request.routeOptions.config.audit;
+    if (!name) return;
+    const principal = request.principal;
+    audit.record({
+      at: new Date(),
+      requestId: request.id,
+      accountId: principal?.accountId,
+      credentialKind: principal?.credential.kind,
+      credentialId: principal?.credential.id,
+      ip: request.ip,
+      userAgent: request.headers['user-agent'],
+      operation: request.gatewayMeta?.operation ?? name,
+      status: reply.statusCode,
+      durationMs: reply.elapsedTime,
+    });
+  });
+}
+
+function withChallenge(error: AppError, presentation: 'bearer' | 'x-api-key'): AppError {
+  const challenge =
+    presentation === 'bearer'
+      ? 'Bearer realm="tidegate", error="invalid_token", error_description="The access token is missing, invalid, expired or revoked"'
+      : 'Bearer realm="tidegate"';
+  return new AppError(error.code, error.message, error.details, {
+    ...error.headers,
+    'WWW-Authenticate': challenge,
+  });
+}
+
+/** Maps anything thrown on a route to the service's error shapes (REST or GraphQL). */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const fe = error as FastifyError;
+  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
+  if (status === 415)
+    return new AppError('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type '${contentTypeOf(fe)}'`);
+  if (status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+  if (status === 404) return new AppError('NOT_FOUND', fe.message || 'Not found');
+  if (status === 429) return new AppError('RATE_LIMIT_EXCEEDED', fe.message);
+  if (status >= 400 && status < 500) return new AppError('BAD_USER_INPUT', fe.message || 'Bad request');
+  return new AppError('INTERNAL_SERVER_ERROR', 'Internal server error');
+}
+
+function contentTypeOf(error: FastifyError): string {
+  return /Unsupported Media Type: (.*)$/.exec(error.message)?.[1] ?? 'unknown';
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  reply.code(ERROR_CODES[error.code].status).headers(error.headers);
+  if (error.code === 'FORBIDDEN' && request.presentation === 'bearer' && !error.headers['WWW-Authenticate']) {
+    const scopes = (error.details.requiredScopes as string[] | undefined)?.join(' ') ?? '';
+    reply.header(
+      'WWW-Authenticate',
+      `Bearer realm="tidegate", error="insufficient_scope", scope="${scopes}"`,
+    );
+  }
+  if (error.code === 'UNAUTHENTICATED' && !error.headers['WWW-Authenticate']) {
+    reply.header('WWW-Authenticate', 'Bearer realm="tidegate"');
+  }
+  if (request.routeOptions.config.graphql) {
+    reply.type('application/json; charset=utf-8');
+    return reply.send({
+      errors: [{ message: error.message, extensions: { code: error.code, ...error.details } }],
+    });
+  }
+  const { restCode } = ERROR_CODES[error.code];
+  const details = Object.keys(error.details).length > 0 ? { details: error.details } : {};
+  return reply.type('application/json; charset=utf-8').send({
+    error: { code: restCode, message: error.message, requestId: request.id, ...details },
+  });
+}
+
+export function registerErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.code === 'INTERNAL_SERVER_ERROR') request.log.error({ err: error }, 'unhandled error');
+    return sendError(request, reply, appError);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      request,
+      reply,
+      new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
+}

@@ -1,0 +1,174 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import Negotiator from 'negotiator';
+import { isAppError } from '../kernel/errors.js';
+import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
+import { createContext, type AppServices } from './context.js';
+import { formatGraphQLError } from './errors.js';
+
+/**
+ * The hot path of POST /graphql. Apollo's request pipeline costs several times what executing
+ * a compiled operation does, so operations seen more than once are parsed, validated and
+ * compiled (graphql-jit) once and then served here with the same context, access check,
+ * admission and error formatting as Apollo's path. Anything unusual — a first sighting,
+ * invalid documents, access denials, GET, subscriptions, persisted-query extensions,
+ * unsupported Accept headers — falls through to Apollo, which stays the reference behaviour.
+ */
+
+const MEDIA_TYPES = ['application/json; charset=utf-8', 'application/graphql-response+json; charset=utf-8'];
+const MAX_ENTRIES = 1000;
+/** A document is compiled on its second sighting: one-off queries never pay the compile cost. */
+const COMPILE_AFTER = 2;
+
+interface Entry {
+  requirements: Requirements;
+  compiled: CompiledQuery;
+}
+
+export class CompiledOperations {
+  private readonly entries = new Map<string, Entry | null>();
+  private readonly sightings = new Map<string, number>();
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly policy: AccessPolicy,
+    private readonly extraRules: readonly ValidationRule[],
+  ) {}
+
+  /** The compiled operation, or undefined when Apollo should handle this request. */
+  lookup(query: string, operationName: string | undefined): Entry | undefined {
+    const key = operationName ? `${operationName}\u0000${query}` : query;
+    const hit = this.entries.get(key);
+    if (hit !== undefined) {
+      // Refresh LRU position.
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit ?? undefined;
+    }
+    const seen = (this.sightings.get(key) ?? 0) + 1;
+    if (seen < COMPILE_AFTER) {
+      if (this.sightings.size >= MAX_ENTRIES) this.sightings.clear();
+      this.sightings.set(key, seen);
+      return undefined;
+    }
+    this.sightings.delete(key);
+    const entry = this.compile(query, operationName);
+    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(key, entry);
+    return entry ?? undefined;
+  }
+
+  private compile(query: string, operationName: string | undefined): Entry | null {
+    let document: DocumentNode;
+    try {
+      document = parse(query);
+    } catch {
+      return null;
+    }
+    if (validate(this.schema, document, [...specifiedRules, ...this.extraRules]).length > 0) return null;
+    let requirements: Requirements;
+    try {
+      requirements = this.policy.requirements(document, operationName);
+    } catch {
+      return null;
+    }
+    if (requirements.operationType === 'subscription') return null;
+    const compiled = compileQuery(this.schema, document, operationName);
+    return isCompiledQuery(compiled) ? { requirements, compiled } : null;
+  }
+}
+
+const negotiated = new Map<string, string | null>();
+
+/** Apollo's choice of response media type for a single result, memoised per Accept header. */
+function responseType(accept: string | undefined): string | null {
+  if (!accept) return MEDIA_TYPES[0]!;
+  let type = negotiated.get(accept);
+  if (type === undefined) {
+    type = new Negotiator({ headers: { accept } }).mediaType(MEDIA_TYPES) ?? null;
+    if (negotiated.size > 100) negotiated.clear();
+    negotiated.set(accept, type);
+  }
+  return type;
+}
+
+interface GraphQLBody {
+  query?: unknown;
+  operationName?: unknown;
+  variables?: unknown;
+  extensions?: unknown;
+}
+
+/** Fastify preHandler for POST /graphql: answers the request, or returns to let Apollo do it. */
+export function fastGraphQL(operations: CompiledOperations, services: AppServices) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (request.method !== 'POST') return;
+    const body = request.body as GraphQLBody | undefined;
+    if (!body || typeof body.query !== 'string' || body.extensions !== undefined) return;
+    const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
+    if (body.operationName !== undefined && body.operationName !== null && operationName === undefined)
+      return;
+    const variables = body.variables ?? undefined;
+    if (
+      variables !== undefined &&
+      (typeof variables !== 'object' || variables === null || Array.isArray(variables))
+    )
+      return;
+    const contentType = responseType(request.headers.accept);
+    if (!contentType) return;
+    const entry = operations.lookup(body.query, operationName);
+    if (!entry) return;
+
+    const principal = request.principal ?? null;
+    if (checkAccess(entry.requirements, principal).length > 0) return; // Apollo's path reports denials
+    const ctx = createContext(services, request.id, principal);
+    request.gatewayMeta = ctx.meta;
+    ctx.meta.operation = `${entry.requirements.operationType} ${entry.requirements.operationName ?? '(anonymous)'}`;
+    reply.header('content-type', contentType);
+    try {
+      if (principal)
+        Object.assign(
+          ctx.meta.headers,
+          (await services.admission.admit(principal, entry.requirements)).headers,
+        );
+    } catch (e) {
+      if (!isAppError(e)) throw e;
+      reply.code(e.status).headers({ ...ctx.meta.headers, ...e.headers });
+      await reply.send(
+        JSON.stringify({ errors: [{ message: e.message, extensions: { code: e.code, ...e.details } }] }),
+      );
+      return;
+    }
+    const result = await entry.compiled.query(
+      undefined,
+      ctx,
+      variables as Record<string, unknown> | undefined,
+    );
+    reply.headers(ctx.meta.headers);
+    if (result.errors && result.errors.length > 0) {
+      const log = (err: unknown) => services.logger.error({ err }, 'unexpected GraphQL error');
+      const errors = result.errors.map((err) => formatGraphQLError(err.toJSON(), err, log));
+      if (!('data' in result) || result.data === undefined) {
+        // Variable coercion failed: nothing executed; Apollo answers these with 400 too.
+        reply.code(400);
+        await reply.send(
+          JSON.stringify({
+            errors: errors.map((e) => ({ ...e, extensions: { ...e.extensions, code: 'BAD_USER_INPUT' } })),
+          }),
+        );
+        return;
+      }
+      await reply.send(JSON.stringify({ errors, data: result.data }));
+      return;
+    }
+    await reply.send(JSON.stringify({ data: result.data }));
+  };
+}

@@ -1,0 +1,160 @@
+import { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { MINUTE, type Clock } from '../kernel/clock.js';
+import { AppError } from '../kernel/errors.js';
+import { planLabel } from '../kernel/plans.js';
+import type { Principal } from '../kernel/principal.js';
+import type { Requirements } from './access.js';
+import type { Admission, AdmissionResult } from './context.js';
+
+/**
+ * Rate limits and quotas. Fixed windows: the minute window is the UTC clock minute, the quota
+ * window the UTC calendar month. A counter is incremented first and the call admitted only if
+ * the new value is within the limit, so concurrent callers — in one process or in several
+ * sharing one Redis — can never be admitted more often than the limit between them.
+ *
+ * Budgets: an operation that touches a plan-gated field (the liquidity API) counts against the
+ * account's plan budget, so all keys of an account share it; anything else counts against a
+ * per-credential port-operations budget.
+ */
+
+/** Atomic counter with expiry: returns the value after incrementing. */
+export interface CounterStore {
+  increment(key: string, ttlMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+export class MemoryCounterStore implements CounterStore {
+  private readonly counters = new Map<string, { count: number; expiresAt: number }>();
+  private calls = 0;
+
+  constructor(private readonly clock: Clock) {}
+
+  async increment(key: string, ttlMs: number): Promise<number> {
+    const now = this.clock.now().getTime();
+    // Window keys embed their window, so expired ones are never read again; sweep them now and then.
+    if (++this.calls % 1000 === 0) {
+      for (const [k, v] of this.counters) if (v.expiresAt <= now) this.counters.delete(k);
+    }
+    const current = this.counters.get(key);
+    if (!current || current.expiresAt <= now) {
+      this.counters.set(key, { count: 1, expiresAt: now + ttlMs });
+      return 1;
+    }
+    return ++current.count;
+  }
+
+  async close(): Promise<void> {}
+}
+
+const INCREMENT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return count`;
+
+/** INCR and PEXPIRE in one Lua script: atomic on the server, shared by every process. */
+export class RedisCounterStore implements CounterStore {
+  private readonly redis: Redis;
+
+  constructor(
+    url: string,
+    private readonly prefix: string,
+  ) {
+    this.redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  }
+
+  async increment(key: string, ttlMs: number): Promise<number> {
+    return Number(await this.redis.eval(INCREMENT_SCRIPT, 1, `${this.prefix}${key}`, String(ttlMs)));
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+interface Window {
+  id: string;
+  /** Epoch ms when the window ends. */
+  endsAt: number;
+}
+
+function minuteWindow(now: Date): Window {
+  const start = Math.floor(now.getTime() / MINUTE) * MINUTE;
+  return { id: `m${start / MINUTE}`, endsAt: start + MINUTE };
+}
+
+function monthWindow(now: Date): Window {
+  const endsAt = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+  return { id: `M${now.toISOString().slice(0, 7)}`, endsAt };
+}
+
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+export class RateLimiter implements Admission {
+  constructor(
+    private readonly config: Pick<Config, 'planLimits' | 'portOpsPerMinute'>,
+    private readonly clock: Clock,
+    private readonly store: CounterStore,
+  ) {}
+
+  async admit(principal: Principal, requirements: Requirements): Promise<AdmissionResult> {
+    const now = this.clock.now();
+    const minute = minuteWindow(now);
+    const planBudget = requirements.plan !== undefined;
+    const subject = planBudget
+      ? `acct:${principal.accountId}`
+      : `cred:${principal.credential.kind}:${principal.credential.id}`;
+    const limits = planBudget
+      ? this.config.planLimits[principal.plan]
+      : { perMinute: this.config.portOpsPerMinute, perMonth: null };
+
+    const used = await this.store.increment(`${subject}:${minute.id}`, minute.endsAt - now.getTime() + 1000);
+    const headers: Record<string, string> = {
+      'X-RateLimit-Limit': String(limits.perMinute),
+      'X-RateLimit-Remaining': String(Math.max(0, limits.perMinute - used)),
+      'X-RateLimit-Reset': String(Math.ceil(minute.endsAt / 1000)),
+    };
+    if (used > limits.perMinute) {
+      const retryAfter = String(seconds(minute.endsAt - now.getTime()));
+      const scope = planBudget ? `the ${planLabel(principal.plan)} plan allows` : 'port operations allow';
+      throw new AppError(
+        'RATE_LIMIT_EXCEEDED',
+        `Rate limit exceeded: ${scope} ${limits.perMinute} requests per minute; retry in ${retryAfter} s`,
+        { limit: limits.perMinute, retryAfterSeconds: Number(retryAfter) },
+        { ...headers, 'Retry-After': retryAfter },
+      );
+    }
+    if (limits.perMonth !== null) {
+      const month = monthWindow(now);
+      const spent = await this.store.increment(
+        `${subject}:${month.id}`,
+        month.endsAt - now.getTime() + 60_000,
+      );
+      headers['X-Quota-Limit'] = String(limits.perMonth);
+      headers['X-Quota-Remaining'] = String(Math.max(0, limits.perMonth - spent));
+      headers['X-Quota-Reset'] = String(Math.ceil(month.endsAt / 1000));
+      if (spent > limits.perMonth) {
+        const retryAfter = String(seconds(month.endsAt - now.getTime()));
+        throw new AppError(
+          'LIMIT_REACHED',
+          `Monthly quota reached: the ${planLabel(principal.plan)} plan includes ${limits.perMonth} calls per calendar month (UTC); it renews on ${new Date(month.endsAt).toISOString()}`,
+          { quota: limits.perMonth, renewsAt: new Date(month.endsAt).toISOString() },
+          { ...headers, 'Retry-After': retryAfter },
+        );
+      }
+    }
+    return { headers };
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+/** In Redis when REDIS_URL is set (one budget across processes), otherwise in this process. */
+export function createRateLimiter(config: Config, clock: Clock): RateLimiter {
+  const store = config.redisUrl
+    ? new RedisCounterStore(config.redisUrl, `${config.redisPrefix}:rl:`)
+    : new MemoryCounterStore(clock);
+  return new RateLimiter(config, clock, store);
+}

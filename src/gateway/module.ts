@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+import type { EntityManager } from '@mikro-orm/knex';
+import type { AppServices } from './context.js';
+import type { RestRoute } from './rest-routes.js';
+
+/**
+ * A domain's contribution to the one gateway: its resolvers (into the one schema), its REST
+ * shim routes (data), any hand-written streaming routes, and its demo data.
+ */
+export interface DomainModule {
+  name: string;
+  // type-graphql takes resolver classes; their shapes have nothing in common.
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+  resolvers: Function[];
+  restRoutes?: RestRoute[];
+  /** Hand-written routes (streaming only: export, document upload/download). */
+  http?: (app: FastifyInstance, services: AppServices) => void | Promise<void>;
+  /** Called at start with the services, before listening (background workers, bus wiring). */
+  start?: (services: AppServices) => void | Promise<void>;
+  /** Called on graceful shutdown after HTTP has stopped, before the database closes. */
+  stop?: (services: AppServices) => void | Promise<void>;
+  /** Adds this domain's demo data to an empty database. Returns lines to print (never secrets twice). */
+  seedDemo?: (em: EntityManager, services: Pick<AppServices, 'clock' | 'config'>) => Promise<void>;
+}

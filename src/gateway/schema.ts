@@ -1,0 +1,43 @@
+import 'reflect-metadata';
+import { printSchemaWithDirectives } from '@graphql-tools/utils';
+import type { GraphQLSchema } from 'graphql';
+import { DateTimeISOResolver, JSONObjectResolver } from 'graphql-scalars';
+import { buildSchemaSync, type NonEmptyArray } from 'type-graphql';
+import { MODULES } from '../modules.js';
+import { accessDirectives } from './directives.js';
+
+export const JSONObject = JSONObjectResolver;
+
+let built: GraphQLSchema | undefined;
+
+/** The one executable schema. Built once per process (type-graphql metadata is global). */
+export function gatewaySchema(): GraphQLSchema {
+  if (!built) {
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+    const resolvers = MODULES.flatMap((m) => m.resolvers) as NonEmptyArray<Function>;
+    built = buildSchemaSync({
+      resolvers,
+      directives: accessDirectives,
+      scalarsMap: [{ type: Date, scalar: DateTimeISOResolver }],
+      // Input validation lives in the domain services, where every door shares it.
+      validate: false,
+      // Every @Subscription brings its own `subscribe` (src/events/subscriptions.ts, fed by the event
+      // bus); type-graphql still insists on a pubSub, which must never be used.
+      pubSub: {
+        publish: () => {
+          throw new Error('publish domain events through services.events');
+        },
+        subscribe: () => {
+          throw new Error('every @Subscription must declare its own subscribe function');
+        },
+      },
+      emitSchemaFile: false,
+    });
+  }
+  return built;
+}
+
+/** The SDL as checked in at schema/schema.graphql: with directive usages printed. */
+export function printGatewaySchema(schema: GraphQLSchema = gatewaySchema()): string {
+  return printSchemaWithDirectives(schema) + '\n';
+}

@@ -1,0 +1,42 @@
+/** Time is injected so tests can move it (code and token expiry, rate windows, history). */
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** A clock that only moves when told to. */
+export class ManualClock implements Clock {
+  private current: number;
+
+  constructor(start: Date | string = '2026-01-01T00:00:00.000Z') {
+    this.current = new Date(start).getTime();
+  }
+
+  now(): Date {
+    return new Date(this.current);
+  }
+
+  advance(ms: number): void {
+    this.current += ms;
+  }
+
+  set(to: Date | string): void {
+    this.current = new Date(to).getTime();
+  }
+}
+
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
+
+/** Parses durations such as `30d`, `12h`, `15m`, `90s`. */
+export function parseDuration(text: string): number {
+  const match = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());
+  if (!match) throw new Error(`'${text}' is not a duration (use e.g. 30d, 12h, 15m or 90s)`);
+  const unit = { s: SECOND, m: MINUTE, h: HOUR, d: DAY }[match[2] as 's' | 'm' | 'h' | 'd'];
+  const value = Number(match[1]) * unit;
+  if (value <= 0) throw new Error(`'${text}' must be longer than zero`);
+  return value;
+}

@@ -1,0 +1,45 @@
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { formatDemoCredentials, isEmpty, seedDemo } from './db/seed.js';
+
+/** Process entry: config → app → (demo seed on an empty database) → listen → graceful shutdown. */
+export async function serve(): Promise<void> {
+  const config = loadConfig();
+  const app = await buildApp(config);
+  const { services } = app;
+  if (config.demoSeed && (await isEmpty(services.db.em()))) {
+    const creds = await seedDemo(services.db, services);
+    // Printed straight to stdout (not the JSON log) and only this once.
+    process.stdout.write(formatDemoCredentials(creds) + '\n');
+  }
+  const url = await app.listen();
+  services.logger.info({ url, database: services.db.dialect }, `tidegate listening on ${url}`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    services.logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      services.logger.error('graceful shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    force.unref();
+    try {
+      await app.close();
+      process.exit(0);
+    } catch (e) {
+      services.logger.error({ err: e }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  serve().catch((e: unknown) => {
+    console.error(e instanceof ConfigError ? e.message : e);
+    process.exit(1);
+  });
+}

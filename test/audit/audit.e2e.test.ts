@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachDialect } from '../helpers/env.js';
+import { AuditRecord } from '../../src/audit/entities.js';
+import { ipPrefix, sessionFingerprint } from '../../src/audit/writer.js';
+import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+
+describeEachDialect('audit log', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect });
+  });
+  afterAll(() => server?.close());
+
+  async function records(requestId: string) {
+    await server.app.services.audit.flush();
+    return server.database.db.em().find(AuditRecord, { requestId });
+  }
+
+  it('records a REST call with account, credential, IP, user agent, fingerprint, route, status and duration', async () => {
+    const res = await rest(server.url, '/v1/vessels/lookup?imo=9074729', {
+      key: server.key('ANALYST'),
+      headers: { 'x-request-id': 'audit-rest-1', 'user-agent': 'audit-test/1.0' },
+    });
+    expect(res.status).toBe(200);
+    const [record] = await records('audit-rest-1');
+    expect(record).toMatchObject({
+      accountId: server.demo.accounts.find((a) => a.plan === 'ANALYST')!.accountId,
+      credentialKind: 'api_key',
+      ip: '127.0.0.1',
+      userAgent: 'audit-test/1.0',
+      operation: 'GET /v1/vessels/lookup',
+      status: 200,
+    });
+    expect(record!.fingerprint).toBe(sessionFingerprint(record!.credentialId, '127.0.0.1', 'audit-test/1.0'));
+    expect(record!.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('records GraphQL operations by name, and failures with their status', async () => {
+    await gql(server.url, 'query FleetCheck { vessel(imo: "9074729") { name } }', {
+      key: server.key('ANALYST'),
+      headers: { 'x-request-id': 'audit-gql-1' },
+    });
+    expect((await records('audit-gql-1'))[0]).toMatchObject({ operation: 'query FleetCheck', status: 200 });
+    await rest(server.url, '/v1/vessels/lookup?imo=9074729', { headers: { 'x-request-id': 'audit-401' } });
+    expect((await records('audit-401'))[0]).toMatchObject({
+      operation: 'GET /v1/vessels/lookup',
+      status: 401,
+      accountId: null,
+    });
+  });
+
+  it('honours TRUST_PROXY for the client IP', async () => {
+    const proxied = await startTestServer({ env: { TRUST_PROXY: '127.0.0.1' }, seed: true });
+    try {
+      await rest(proxied.url, '/v1/vessels/lookup?imo=9074729', {
+        key: proxied.key('ANALYST'),
+        headers: { 'x-request-id': 'audit-proxy', 'x-forwarded-for': '203.0.113.9' },
+      });
+      await proxied.app.services.audit.flush();
+      const [record] = await proxied.database.db.em().find(AuditRecord, { requestId: 'audit-proxy' });
+      expect(record!.ip).toBe('203.0.113.9');
+    } finally {
+      await proxied.close();
+    }
+    // Without TRUST_PROXY the header is ignored.
+    await rest(server.url, '/v1/vessels/lookup?imo=9074729', {
+      key: server.key('ANALYST'),
+      headers: { 'x-request-id': 'audit-noproxy', 'x-forwarded-for': '203.0.113.9' },
+    });
+    expect((await records('audit-noproxy'))[0]!.ip).toBe('127.0.0.1');
+  });
+
+  it('is readable by admins through GraphQL and refused to others', async () => {
+    const admin = await createKey(server, { scopes: 'admin' });
+    const res = await gql(
+      server.url,
+      '{ auditLog(first: 2) { totalCount edges { node { operation status } } pageInfo { hasNextPage endCursor } } }',
+      { key: admin.secret },
+    );
+    expect(res.status).toBe(200);
+    const log = res.body.data!.auditLog as {
+      totalCount: number;
+      edges: unknown[];
+      pageInfo: { hasNextPage: boolean };
+    };
+    expect(log.totalCount).toBeGreaterThan(2);
+    expect(log.edges).toHaveLength(2);
+    expect(log.pageInfo.hasNextPage).toBe(true);
+    const denied = await gql(server.url, '{ auditLog { totalCount } }', { key: server.key('INSTITUTIONAL') });
+    expect(denied.status).toBe(403);
+    expect(denied.body.errors![0]!.extensions).toMatchObject({
+      code: 'FORBIDDEN',
+      requiredScopes: ['admin'],
+    });
+    const badPage = await gql(server.url, '{ auditLog(first: 101) { totalCount } }', { key: admin.secret });
+    expect(badPage.body.errors![0]).toMatchObject({
+      message: 'first: must be between 1 and 100 (got 101)',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
+  });
+
+  it('groups a session by credential, network prefix and user agent', () => {
+    expect(ipPrefix('192.0.2.77')).toBe('192.0.2.0/24');
+    expect(ipPrefix('::ffff:192.0.2.77')).toBe('192.0.2.0/24');
+    expect(ipPrefix('2001:db8:1:2::5')).toBe('2001:db8:1::/48');
+    expect(sessionFingerprint('k1', '192.0.2.1', 'ua')).toBe(sessionFingerprint('k1', '192.0.2.200', 'ua'));
+    expect(sessionFingerprint('k1', '192.0.2.1', 'ua')).not.toBe(sessionFingerprint('k2', '192.0.2.1', 'ua'));
+    expect(sessionFingerprint(null, '192.0.2.1', 'ua')).toBeNull();
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * `npm run bench`: starts the real server in a child process (one core for it, one for the load
+ * generator), then measures each scenario with autocannon on loopback — requests/s, p50 and p99 —
+ * and prints ratios against each scenario's baseline. Bounded: fixed duration per scenario.
+ *
+ * BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 20), BENCH_ONLY (substring filter).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import type { BenchScenario } from './scenario.js';
+
+type Keys = Record<'OBSERVER' | 'ANALYST' | 'PROFESSIONAL' | 'INSTITUTIONAL', string>;
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const ONLY = process.env.BENCH_ONLY;
+
+const foundation: BenchScenario[] = [
+  { name: 'bare Fastify route', method: 'GET', path: '/bench/bare' },
+  {
+    name: 'GraphQL trivial query',
+    method: 'POST',
+    path: '/graphql',
+    headers: (k) => ({ 'content-type': 'application/json', 'x-api-key': k.INSTITUTIONAL }),
+    body: JSON.stringify({ query: '{ vessel(imo: "9074729") { imo name flag } }' }),
+    baseline: 'bare Fastify route',
+  },
+  {
+    name: 'REST /v1/vessels/lookup',
+    method: 'GET',
+    path: '/v1/vessels/lookup?imo=9074729',
+    headers: (k) => ({ 'x-api-key': k.INSTITUTIONAL }),
+    baseline: 'bare Fastify route',
+  },
+];
+
+async function loadScenarios(): Promise<BenchScenario[]> {
+  const all = [...foundation];
+  for (const file of ['port-ops', 'liquidity']) {
+    try {
+      const mod = (await import(`./${file}.js`)) as { scenarios?: BenchScenario[] };
+      all.push(...(mod.scenarios ?? []));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
+    }
+  }
+  return ONLY ? all.filter((s) => s.name.includes(ONLY)) : all;
+}
+
+async function startServer(dir: string): Promise<{ child: ChildProcess; url: string; keys: Keys }> {
+  const port = 4600 + Math.floor(Math.random() * 300);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: join(dir, 'bench.sqlite'),
+      DOCUMENTS_DIR: join(dir, 'documents'),
+      LOG_LEVEL: 'warn',
+      BENCH_ROUTES: 'true',
+      // The bench measures throughput, not the plan limits.
+      LIMIT_ANALYST_PER_MINUTE: '100000000',
+      LIMIT_PROFESSIONAL_PER_MINUTE: '100000000',
+      LIMIT_INSTITUTIONAL_PER_MINUTE: '100000000',
+      LIMIT_ANALYST_PER_MONTH: 'unlimited',
+      LIMIT_PROFESSIONAL_PER_MONTH: 'unlimited',
+      PORT_OPS_PER_MINUTE: '100000000',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (Date.now() > deadline) throw new Error(`server did not become ready:\n${out}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).ok && /Institutional/.test(out)) break;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const keys = Object.fromEntries(
+    ['Observer', 'Analyst', 'Professional', 'Institutional'].map((plan) => {
+      const m = new RegExp(`${plan}\\s+account \\S+\\s+API key (\\S+)`).exec(out);
+      if (!m) throw new Error(`no ${plan} key in server output`);
+      return [plan.toUpperCase(), m[1]];
+    }),
+  ) as Keys;
+  return { child, url, keys };
+}
+
+interface Row {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  baseline?: string;
+}
+
+async function measure(url: string, keys: Keys, s: BenchScenario, seconds: number): Promise<Row> {
+  const result = await autocannon({
+    url: url + s.path,
+    method: s.method,
+    headers: s.headers?.(keys),
+    body: s.body,
+    connections: CONNECTIONS,
+    duration: seconds,
+  });
+  return {
+    name: s.name,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    baseline: s.baseline,
+  };
+}
+
+async function main(): Promise<void> {
+  const scenarios = await loadScenarios();
+  const dir = mkdtempSync(join(tmpdir(), 'tidegate-bench-'));
+  const { child, url, keys } = await startServer(dir);
+  const rows: Row[] = [];
+  try {
+    for (const s of scenarios) {
+      await measure(url, keys, s, 2); // warm-up: JIT, caches, connection pools
+      const row = await measure(url, keys, s, DURATION);
+      rows.push(row);
+      console.error(
+        `  ${s.name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx ? `, ${row.non2xx} non-2xx` : ''}`,
+      );
+    }
+    for (const file of ['liquidity', 'events']) {
+      try {
+        const mod = (await import(`./${file}.js`)) as {
+          extraBenchmarks?: (ctx: { url: string; keys: Keys }) => Promise<Record<string, unknown>>;
+        };
+        if (mod.extraBenchmarks)
+          console.log(JSON.stringify({ [file]: await mod.extraBenchmarks({ url, keys }) }, null, 2));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
+      }
+    }
+  } finally {
+    child.kill('SIGTERM');
+  }
+
+  const byName = new Map(rows.map((r) => [r.name, r]));
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  console.log(
+    `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; ${CONNECTIONS} connections, ${DURATION} s per scenario\n`,
+  );
+  console.log('| scenario | req/s | p50 ms | p99 ms | vs baseline |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const base = r.baseline ? byName.get(r.baseline) : undefined;
+    const ratio = base ? `${(r.rps / base.rps).toFixed(2)} × ${r.baseline}` : '—';
+    const flag = r.errors || r.non2xx ? ` (errors ${r.errors}, non-2xx ${r.non2xx})` : '';
+    console.log(`| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${ratio} |`);
+  }
+  mkdirSync('data/bench', { recursive: true });
+  writeFileSync(
+    'data/bench/results.json',
+    JSON.stringify({ at: new Date().toISOString(), cpu, rows }, null, 2),
+  );
+  rmSync(dir, { recursive: true, force: true });
+}
+
+await main();

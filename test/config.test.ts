@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('configuration', () => {
+  it('has working defaults: port 4000 on 127.0.0.1 with SQLite under ./data', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 4000,
+      host: '127.0.0.1',
+      publicUrl: 'http://127.0.0.1:4000',
+      demoSeed: true,
+      maxActiveApiKeys: 5,
+    });
+    expect(config.databaseUrl).toMatch(/data\/tidegate\.sqlite$/);
+    expect(config.apiKeyRotationGraceMs).toBe(24 * 3600_000);
+    expect(config.planLimits.ANALYST).toEqual({ perMinute: 60, perMonth: 2000 });
+    expect(config.planLimits.INSTITUTIONAL).toEqual({ perMinute: 600, perMonth: null });
+  });
+
+  it('reads overrides', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      DATABASE_URL: 'postgres://u@h/db',
+      TRUST_PROXY: '2',
+      LIMIT_ANALYST_PER_MONTH: 'unlimited',
+      MAX_ACTIVE_API_KEYS: '10',
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      databaseUrl: 'postgres://u@h/db',
+      trustProxy: 2,
+      maxActiveApiKeys: 10,
+    });
+    expect(config.planLimits.ANALYST.perMonth).toBeNull();
+  });
+
+  it('rejects bad values, naming every problem at once', () => {
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://x',
+        DEMO_SEED: 'maybe',
+        API_KEY_ROTATION_GRACE: 'soon',
+      });
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      const message = (e as Error).message;
+      expect(message).toContain("PORT must be an integer between 0 and 65535 (got 'eighty')");
+      expect(message).toContain(
+        "DATABASE_URL must be a SQLite file path or a postgres:// URL (got 'mysql://x')",
+      );
+      expect(message).toContain("DEMO_SEED must be true or false (got 'maybe')");
+      expect(message).toContain("API_KEY_ROTATION_GRACE: 'soon' is not a duration");
+    }
+  });
+});

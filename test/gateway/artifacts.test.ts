@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { GENERATED_FILE, generateTypedDocuments } from '../../codegen.js';
+import { printGatewaySchema } from '../../src/gateway/schema.js';
+
+describe('checked-in artifacts', () => {
+  it('schema/schema.graphql matches the code-first schema (run `npm run schema`)', () => {
+    expect(readFileSync('schema/schema.graphql', 'utf8')).toBe(printGatewaySchema());
+  });
+
+  it('src/generated/graphql.ts matches schema/operations (run `npm run codegen`)', async () => {
+    expect(readFileSync(GENERATED_FILE, 'utf8')).toBe(await generateTypedDocuments());
+  });
+
+  it('the SDL declares the access directives and shows them where they apply', () => {
+    const sdl = printGatewaySchema();
+    expect(sdl).toContain('directive @requiresScopes(scopes: [[String!]!]!)');
+    expect(sdl).toContain('directive @plan(min: PlanLevel!)');
+    expect(sdl).toContain('directive @authenticated');
+    expect(sdl).toMatch(/vessel\(imo: String!\): Vessel @requiresScopes\(scopes: \[\["read:vessels"\]\]\)/);
+    expect(sdl).toMatch(/viewer: Viewer! @authenticated/);
+  });
+});

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startProcess(
+  dir: string,
+  port: number,
+): Promise<{ child: ChildProcess; output: () => string }> {
+  mkdirSync(dir, { recursive: true });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: String(port), DATABASE_URL: join(dir, 'db.sqlite'), LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  for (let i = 0; i < 200; i++) {
+    if (/listening on/.test(out)) return { child, output: () => out };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server did not start:\n${out}`);
+}
+
+describe('process lifecycle', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tidegate-life-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints demo credentials on the first start only, and serves /healthz and /readyz', async () => {
+    const port = await freePort();
+    const first = await startProcess(dir, port);
+    expect(first.output()).toMatch(/demo credentials/);
+    expect(first.output()).toMatch(/Analyst\s+account \S+\s+API key tg_/);
+    expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    first.child.kill('SIGTERM');
+    await new Promise((r) => first.child.once('exit', r));
+
+    const second = await startProcess(dir, port);
+    expect(second.output()).not.toMatch(/demo credentials|tg_|password/);
+    second.child.kill('SIGINT');
+    expect(await new Promise((r) => second.child.once('exit', (code) => r(code)))).toBe(0);
+  });
+
+  it('on SIGTERM finishes in-flight requests, closes WebSockets with 1001 and exits 0', async () => {
+    const port = await freePort();
+    const { child, output } = await startProcess(join(dir, 'fresh'), port);
+    const key = /Analyst\s+account \S+\s+API key (\S+)/.exec(output())?.[1] ?? '';
+
+    // A request whose body is still arriving when the signal lands.
+    const body = JSON.stringify({ query: '{ vessel(imo: "9074729") { name } }' });
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let response = '';
+    socket.on('data', (d) => (response += d));
+    socket.write(
+      `POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: ${key}\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    socket.write(body.slice(0, 10));
+
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/graphql`, 'graphql-transport-ws');
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ type: 'connection_init', payload: { apiKey: key } }));
+    await new Promise((r) => ws.once('message', r));
+    const wsClosed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await wsClosed).toBe(1001);
+    await new Promise((r) => setTimeout(r, 200));
+    socket.write(body.slice(10));
+    for (let i = 0; i < 100 && !response.includes('Northern Tern'); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    socket.end();
+    expect(response).toMatch(/^HTTP\/1.1 200/);
+    expect(response).toContain('Northern Tern');
+    expect(await exited).toBe(0);
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+  });
+});

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { openDatabase, type Database, type DatabaseOptions } from '../../src/db/orm.js';
+import { TEST_POSTGRES_URL } from './env.js';
+
+export interface TestDatabase {
+  url: string;
+  db: Database;
+  /** Closes the connection and deletes the database (file or PostgreSQL database). */
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database: a temp SQLite file, or a randomly named PostgreSQL database. */
+export async function createTestDatabase(
+  dialect: 'sqlite' | 'postgresql' = 'sqlite',
+  options: DatabaseOptions = {},
+): Promise<TestDatabase> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'tidegate-test-'));
+    const url = join(dir, 'test.sqlite');
+    const db = await openDatabase(url, options);
+    await db.migrate();
+    return {
+      url,
+      db,
+      async drop() {
+        await db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  if (!TEST_POSTGRES_URL) throw new Error('TEST_POSTGRES_URL is not set');
+  const name = `tidegate_test_${randomBytes(6).toString('hex')}`;
+  const admin = new Client({ connectionString: TEST_POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(TEST_POSTGRES_URL);
+  url.pathname = `/${name}`;
+  const db = await openDatabase(url.toString(), options);
+  await db.migrate();
+  return {
+    url: url.toString(),
+    db,
+    async drop() {
+      await db.close();
+      const c = new Client({ connectionString: TEST_POSTGRES_URL });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}

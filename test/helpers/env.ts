@@ -1,0 +1,45 @@
+import { existsSync } from 'node:fs';
+import { describe } from 'vitest';
+
+/**
+ * Suites that need PostgreSQL, Redis or Chromium run when the environment provides them and are
+ * skipped visibly otherwise. Under CI=true a missing dependency is a failure, not a skip.
+ */
+export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL;
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL;
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+function requireInCi(name: string, present: boolean): void {
+  if (process.env.CI === 'true' && !present) {
+    throw new Error(`${name} is required when CI=true (.ci/run sets it); refusing to skip`);
+  }
+}
+
+export function describeWithPostgres(name: string, fn: () => void): void {
+  requireInCi('TEST_POSTGRES_URL', Boolean(TEST_POSTGRES_URL));
+  if (TEST_POSTGRES_URL) describe(name, fn);
+  else describe.skip(`${name} (skipped: TEST_POSTGRES_URL is not set)`, fn);
+}
+
+export function describeWithRedis(name: string, fn: () => void): void {
+  requireInCi('TEST_REDIS_URL', Boolean(TEST_REDIS_URL));
+  if (TEST_REDIS_URL) describe(name, fn);
+  else describe.skip(`${name} (skipped: TEST_REDIS_URL is not set)`, fn);
+}
+
+/** Runs a suite once per available dialect: always SQLite, PostgreSQL when configured. */
+export function describeEachDialect(name: string, fn: (dialect: 'sqlite' | 'postgresql') => void): void {
+  describe(`${name} [sqlite]`, () => fn('sqlite'));
+  describeWithPostgres(`${name} [postgresql]`, () => fn('postgresql'));
+}
+
+export function describeWithChromium(name: string, fn: () => void): void {
+  const present = existsSync(CHROMIUM_PATH);
+  requireInCi(`Chromium at ${CHROMIUM_PATH}`, present);
+  if (present) describe(name, fn);
+  else
+    describe.skip(
+      `${name} (skipped: no Chromium at ${CHROMIUM_PATH}; apt-get install chromium or set CHROMIUM_PATH)`,
+      fn,
+    );
+}

@@ -1,0 +1,147 @@
+import { buildApp, type App } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { seedDemo, type DemoCredentials } from '../../src/db/seed.js';
+import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
+
+export interface TestServer {
+  url: string;
+  app: App;
+  config: Config;
+  database: TestDatabase;
+  demo: DemoCredentials;
+  /** Demo API key for a plan: observer, analyst, professional, institutional. */
+  key(plan: 'OBSERVER' | 'ANALYST' | 'PROFESSIONAL' | 'INSTITUTIONAL'): string;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  dialect?: 'sqlite' | 'postgresql';
+  clock?: Clock | ManualClock;
+  /** Extra environment, as an operator would set it. */
+  env?: Record<string, string>;
+  /** Seed the demo dataset (default true). */
+  seed?: boolean;
+  /** Sees every SQL statement the server runs (statement-count tests). */
+  onQuery?: (sql: string) => void;
+}
+
+/** The real server on a random loopback port, on a fresh database, with the demo data. */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const database = await createTestDatabase(options.dialect ?? 'sqlite', { onQuery: options.onQuery });
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'warn',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    ...options.env,
+  });
+  const clock = options.clock ?? systemClock;
+  const app = await buildApp(config, { db: database.db, clock, logger: false });
+  const demo =
+    options.seed === false
+      ? { accounts: [], admin: { email: '', password: '', accountId: '' } }
+      : await seedDemo(database.db, { clock, config });
+  const url = await app.listen();
+  return {
+    url,
+    app,
+    config,
+    database,
+    demo,
+    key(plan) {
+      const found = demo.accounts.find((a) => a.plan === plan);
+      if (!found) throw new Error(`no demo key for ${plan}`);
+      return found.apiKey;
+    },
+    async close() {
+      await app.close();
+      await database.drop();
+    },
+  };
+}
+
+/** POST /graphql with JSON; returns status, headers and parsed body. */
+export async function gql(
+  url: string,
+  query: string,
+  options: { variables?: Record<string, unknown>; key?: string; headers?: Record<string, string> } = {},
+): Promise<{
+  status: number;
+  headers: Headers;
+  body: {
+    data?: Record<string, unknown> | null;
+    errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
+  };
+}> {
+  const res = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json, application/json',
+      ...(options.key ? { 'x-api-key': options.key } : {}),
+      ...options.headers,
+    },
+    body: JSON.stringify({ query, variables: options.variables }),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as never };
+}
+
+/** Parsed JSON response bodies are asserted field by field in tests, so they are loosely typed. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = any;
+
+/** A REST call with JSON in and out. `key` goes in X-API-Key, `bearer` in Authorization. */
+export async function rest(
+  url: string,
+  path: string,
+  options: {
+    method?: string;
+    key?: string;
+    bearer?: string;
+    body?: unknown;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<{ status: number; headers: Headers; body: Json; text: string }> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers['x-api-key'] = options.key;
+  if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${url}${path}`, {
+    method: options.method ?? 'GET',
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await res.text();
+  let body: Json = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+/** Creates an API key with the given scopes on a demo account of the server; returns the secret and key id. */
+export async function createKey(
+  server: TestServer,
+  options: {
+    plan?: 'OBSERVER' | 'ANALYST' | 'PROFESSIONAL' | 'INSTITUTIONAL';
+    scopes?: string;
+    expiresAt?: Date;
+    accountId?: string;
+  },
+): Promise<{ secret: string; id: string }> {
+  const { createApiKey } = await import('../../src/accounts/service.js');
+  const accountId =
+    options.accountId ??
+    server.demo.accounts.find((a) => a.plan === (options.plan ?? 'INSTITUTIONAL'))!.accountId;
+  const { key, secret } = await createApiKey(
+    server.database.db.em(),
+    server.app.services.clock,
+    { maxActiveKeys: 1000, rotationGraceMs: server.config.apiKeyRotationGraceMs },
+    { accountId, scopes: options.scopes, expiresAt: options.expiresAt ?? null, name: 'test key' },
+  );
+  return { secret, id: key.id };
+}
