@@ -1,0 +1,101 @@
+import type { CliCommand } from '../kernel/cli-command.js';
+import { createClient, getClient, rotateClientSecret } from './clients.js';
+import type { OAuthClient } from './entities.js';
+import { rotateSigningKey } from './keys.js';
+import { deleteClient } from './tokens.js';
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+const strings = (value: unknown): string[] =>
+  Array.isArray(value) ? value.map(String) : typeof value === 'string' ? [value] : [];
+
+function clientJson(client: OAuthClient) {
+  return {
+    client_id: client.clientId,
+    account_id: client.accountId,
+    name: client.name,
+    client_type: client.confidential ? 'confidential' : 'public',
+    redirect_uris: client.redirectUris,
+    scopes: client.scopes,
+    grant_types: client.grantTypes,
+    created_at: client.createdAt.toISOString(),
+  };
+}
+
+/**
+ * Operator commands for the authorization server. They write to the database directly; a
+ * running server sees revocations within AUTH_DENYLIST_REFRESH and new signing keys at once.
+ */
+export const authCommands: CliCommand[] = [
+  {
+    name: 'clients create',
+    description: 'Register an OAuth application; the client secret is printed once',
+    usage:
+      '--account ID --name NAME --redirect-uri URI [--redirect-uri URI2] --scopes "read:vessels read:port_calls" [--grant-types "authorization_code refresh_token client_credentials"] [--public]',
+    options: {
+      account: { type: 'string', required: true },
+      name: { type: 'string', required: true },
+      'redirect-uri': { type: 'string', multiple: true },
+      scopes: { type: 'string', required: true },
+      'grant-types': { type: 'string' },
+      public: { type: 'boolean' },
+    },
+    async run({ db, clock }, { options }) {
+      const { client, secret } = await createClient(db.em(), clock, null, {
+        accountId: str(options.account)!,
+        name: str(options.name)!,
+        redirectUris: strings(options['redirect-uri']),
+        scopes: str(options.scopes)!,
+        grantTypes: str(options['grant-types']),
+        confidential: options.public !== true,
+      });
+      return {
+        json: { ...clientJson(client), client_secret: secret },
+        text: `Registered ${client.confidential ? 'confidential' : 'public'} client ${client.name}\n\n  client_id      ${client.clientId}\n${
+          secret
+            ? `  client_secret  ${secret}\n\nStore the secret now: it is shown only once.`
+            : '\nPublic client: no secret; it must use PKCE.'
+        }`,
+      };
+    },
+  },
+  {
+    name: 'clients rotate-secret',
+    description: 'Replace a client secret at once; the new secret is printed once',
+    usage: 'CLIENT_ID',
+    positionals: ['CLIENT_ID'],
+    async run({ db }, { positionals }) {
+      const { client, secret } = await rotateClientSecret(db.em(), positionals[0]!);
+      return {
+        json: { client_id: client.clientId, client_secret: secret },
+        text: `Rotated the secret of ${client.clientId}; the old secret no longer works.\n\n  ${secret}\n\nStore it now: it is shown only once.`,
+      };
+    },
+  },
+  {
+    name: 'clients delete',
+    description: 'Delete an OAuth application and revoke every token issued to it',
+    usage: 'CLIENT_ID',
+    positionals: ['CLIENT_ID'],
+    async run({ db, clock }, { positionals }) {
+      const em = db.em();
+      const client = await getClient(em, positionals[0]!);
+      const { denied } = await deleteClient(em, clock, client);
+      return {
+        json: { client_id: client.clientId, deleted: true, revoked_access_tokens: denied.length },
+        text: `Deleted ${client.clientId} (${client.name}); revoked ${denied.length} access token(s) and every refresh token.`,
+      };
+    },
+  },
+  {
+    name: 'keys rotate-signing',
+    description: 'Add a new token signing key; old public keys stay in the JWKS until their tokens expire',
+    usage: '',
+    async run({ db, clock }) {
+      const key = await rotateSigningKey(db.em(), clock);
+      return {
+        json: { kid: key.kid, alg: 'ES256', created_at: key.createdAt.toISOString() },
+        text: `New signing key ${key.kid} is active; previous keys stay published for one access-token lifetime.`,
+      };
+    },
+  },
+];

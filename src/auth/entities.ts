@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import { Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+
+/** A registered OAuth application. Deleting it revokes everything issued to it. */
+@Entity({ tableName: 'oauth_clients' })
+export class OAuthClient {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  /** The public identifier (`tgc_…`) clients send as client_id. */
+  @Property({ type: 'string', length: 64, unique: true })
+  clientId!: string;
+
+  @Property({ type: 'uuid', index: true })
+  accountId!: string;
+
+  /** The console user who registered it; null when an operator used the CLI. */
+  @Property({ type: 'uuid', nullable: true })
+  createdByUserId?: string | null;
+
+  @Property({ type: 'string', length: 200 })
+  name!: string;
+
+  @Property({ type: 'json' })
+  redirectUris: string[] = [];
+
+  /** Canonical scope names the client may ask for. */
+  @Property({ type: 'json' })
+  scopes: string[] = [];
+
+  @Property({ type: 'json' })
+  grantTypes: string[] = [];
+
+  /** Confidential clients hold a secret; public clients (SPAs, mobile) rely on PKCE alone. */
+  @Property({ type: 'boolean' })
+  confidential!: boolean;
+
+  /** SHA-256 of the client secret; null for public clients. */
+  @Property({ type: 'string', length: 64, nullable: true, hidden: true })
+  secretHash?: string | null;
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+/** An authorization code: stored hashed, single-use, 10 minutes. */
+@Entity({ tableName: 'oauth_codes' })
+export class AuthorizationCode {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'string', length: 64, unique: true, hidden: true })
+  codeHash!: string;
+
+  @Property({ type: 'string', length: 64, index: true })
+  clientId!: string;
+
+  @Property({ type: 'uuid' })
+  userId!: string;
+
+  @Property({ type: 'uuid' })
+  accountId!: string;
+
+  @Property({ type: 'string', length: 2000 })
+  redirectUri!: string;
+
+  @Property({ type: 'json' })
+  scopes: string[] = [];
+
+  @Property({ type: 'string', length: 128 })
+  codeChallenge!: string;
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  @Property({ type: 'datetime', nullable: true })
+  usedAt?: Date | null;
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+/** A refresh token. Rotation keeps one family; reuse of a used member revokes the family. */
+@Entity({ tableName: 'oauth_refresh_tokens' })
+@Index({ properties: ['familyId'] })
+export class RefreshToken {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'string', length: 64, unique: true, hidden: true })
+  tokenHash!: string;
+
+  @Property({ type: 'uuid' })
+  familyId!: string;
+
+  @Property({ type: 'string', length: 64, index: true })
+  clientId!: string;
+
+  @Property({ type: 'uuid' })
+  userId!: string;
+
+  @Property({ type: 'uuid' })
+  accountId!: string;
+
+  /** The grant of the family; a refresh may narrow the access token, never this. */
+  @Property({ type: 'json' })
+  scopes: string[] = [];
+
+  /** The authorization code the family came from (code reuse revokes it). */
+  @Property({ type: 'uuid', nullable: true, index: true })
+  codeId?: string | null;
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  /** Set when rotated: presenting this token again is reuse. */
+  @Property({ type: 'datetime', nullable: true })
+  usedAt?: Date | null;
+
+  @Property({ type: 'datetime', nullable: true })
+  revokedAt?: Date | null;
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+/**
+ * One row per issued JWT access token: the token itself is never stored, but its jti lets us
+ * revoke by code, family or client, and revoked rows that have not expired are the deny-list.
+ */
+@Entity({ tableName: 'oauth_access_tokens' })
+@Index({ properties: ['revokedAt', 'expiresAt'] })
+export class AccessTokenRecord {
+  @PrimaryKey({ type: 'uuid' })
+  jti!: string;
+
+  @Property({ type: 'string', length: 64, index: true })
+  clientId!: string;
+
+  @Property({ type: 'uuid', nullable: true })
+  userId?: string | null;
+
+  @Property({ type: 'uuid' })
+  accountId!: string;
+
+  @Property({ type: 'uuid', nullable: true, index: true })
+  familyId?: string | null;
+
+  @Property({ type: 'uuid', nullable: true, index: true })
+  codeId?: string | null;
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  @Property({ type: 'datetime', nullable: true })
+  revokedAt?: Date | null;
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+/**
+ * An ES256 signing key. The private JWK lives in the database so every process (and the CLI)
+ * signs with the same key without a key-management service; see README for the trade-off.
+ */
+@Entity({ tableName: 'oauth_signing_keys' })
+export class SigningKey {
+  @PrimaryKey({ type: 'string', length: 64 })
+  kid!: string;
+
+  @Property({ type: 'json', hidden: true })
+  privateJwk!: Record<string, unknown>;
+
+  @Property({ type: 'json' })
+  publicJwk!: Record<string, unknown>;
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+
+  /** Set when a newer key replaced it; still published until its last token has expired. */
+  @Property({ type: 'datetime', nullable: true })
+  retiredAt?: Date | null;
+}
+
+/** A signed-in browser (console and the OAuth login step). The cookie holds the secret; we keep its hash. */
+@Entity({ tableName: 'auth_sessions' })
+export class AuthSession {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'string', length: 64, unique: true, hidden: true })
+  tokenHash!: string;
+
+  @Property({ type: 'uuid' })
+  userId!: string;
+
+  @Property({ type: 'uuid' })
+  accountId!: string;
+
+  /** Bound to the session: every form posted while signed in must carry it. */
+  @Property({ type: 'string', length: 64, hidden: true })
+  csrfToken!: string;
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+export const authEntities = [
+  OAuthClient,
+  AuthorizationCode,
+  RefreshToken,
+  AccessTokenRecord,
+  SigningKey,
+  AuthSession,
+];

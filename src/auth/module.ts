@@ -1,0 +1,133 @@
+import { readFileSync } from 'node:fs';
+import cookie from '@fastify/cookie';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { AppServices } from '../gateway/context.js';
+import type { DomainModule } from '../gateway/module.js';
+import { AppError } from '../kernel/errors.js';
+import { authorizeDecision, authorizeGet } from './authorize.js';
+import { ConsolePages } from './console.js';
+import { discoveryDocument, jwks } from './discovery.js';
+import { errorPage } from './html.js';
+import { introspectEndpoint } from './introspect-endpoint.js';
+import { OAuthError } from './oauth-error.js';
+import { revokeEndpoint } from './revoke-endpoint.js';
+import { AuthRuntime } from './runtime.js';
+import { tokenEndpoint } from './token-endpoint.js';
+import { userinfoEndpoint } from './userinfo-endpoint.js';
+
+const runtimes = new WeakMap<AppServices, AuthRuntime>();
+
+/** The authorization server's runtime of an app (tests and operators reach housekeeping through it). */
+export function authRuntimeOf(services: AppServices): AuthRuntime | undefined {
+  return runtimes.get(services);
+}
+
+const ASSETS: Record<string, { type: string; body: string }> = {
+  'console.css': {
+    type: 'text/css; charset=utf-8',
+    body: readFileSync(new URL('./assets/console.css', import.meta.url), 'utf8'),
+  },
+  'console.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(new URL('./assets/console.js', import.meta.url), 'utf8'),
+  },
+};
+
+/** OAuth endpoints answer in RFC 6749 JSON; framework errors (bad body, wrong type) are invalid_request. */
+async function oauthApi(app: FastifyInstance, runtime: AuthRuntime): Promise<void> {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    let oauth: OAuthError;
+    if (error instanceof OAuthError) oauth = error;
+    else if (typeof error.statusCode === 'number' && error.statusCode < 500)
+      oauth = new OAuthError('invalid_request', error.message);
+    else {
+      request.log.error({ err: error }, 'oauth endpoint failed');
+      oauth = new OAuthError('server_error', 'Internal server error', 500);
+    }
+    return reply
+      .code(oauth.status)
+      .headers(oauth.headers)
+      .header('cache-control', 'no-store')
+      .send(oauth.toJSON());
+  });
+
+  const issuer = runtime.issuer.issuer;
+  const metadata = discoveryDocument(issuer);
+  app.get('/.well-known/openid-configuration', async () => metadata);
+  app.get('/.well-known/oauth-authorization-server', async () => metadata);
+  app.get('/.well-known/jwks.json', async (_request, reply) => {
+    reply.header('cache-control', 'public, max-age=300');
+    return jwks(runtime);
+  });
+  app.post('/oauth/token', (request, reply) => tokenEndpoint(runtime, request, reply));
+  app.post('/oauth/revoke', (request, reply) => revokeEndpoint(runtime, request, reply));
+  app.post('/oauth/introspect', (request, reply) => introspectEndpoint(runtime, request, reply));
+  app.get('/oauth/userinfo', (request, reply) => userinfoEndpoint(runtime, request, reply));
+  app.post('/oauth/userinfo', (request, reply) => userinfoEndpoint(runtime, request, reply));
+}
+
+/** Browser pages: the authorization step and the console. Errors are pages, never JSON or redirects. */
+async function browserPages(app: FastifyInstance, runtime: AuthRuntime): Promise<void> {
+  await app.register(cookie);
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof OAuthError)
+      return errorPage(reply, error.status, 'Request rejected', `${error.error}: ${error.description}`);
+    const status = error instanceof AppError ? error.status : (error.statusCode ?? 500);
+    if (status >= 500) request.log.error({ err: error }, 'auth page failed');
+    return errorPage(
+      reply,
+      status,
+      status >= 500 ? 'Something went wrong' : 'Request rejected',
+      status >= 500 ? 'Internal server error' : error.message,
+    );
+  });
+
+  app.get('/oauth/authorize', (request, reply) => authorizeGet(runtime, request, reply));
+  app.post('/oauth/authorize', (request, reply) => authorizeDecision(runtime, request, reply));
+
+  const pages = new ConsolePages(runtime);
+  app.get('/console/login', (request, reply) => pages.loginForm(request, reply));
+  app.post('/console/login', (request, reply) => pages.login(request, reply));
+  app.post('/console/logout', (request, reply) => pages.logout(request, reply));
+  app.get('/console', (request, reply) => pages.dashboard(request, reply));
+  app.post('/console/clients', (request, reply) => pages.registerClient(request, reply));
+  app.post('/console/clients/:clientId/rotate-secret', (request, reply) =>
+    pages.rotateClient(request, reply),
+  );
+  app.post('/console/clients/:clientId/delete', (request, reply) => pages.deleteClient(request, reply));
+  app.post('/console/keys', (request, reply) => pages.createKey(request, reply));
+  app.post('/console/keys/:id/rotate', (request, reply) => pages.rotateKey(request, reply));
+  app.post('/console/keys/:id/revoke', (request, reply) => pages.revokeKey(request, reply));
+  app.get('/console/assets/:name', async (request, reply) => {
+    const asset = ASSETS[(request.params as { name: string }).name];
+    if (!asset) return errorPage(reply, 404, 'Not found', 'No such asset');
+    return reply
+      .type(asset.type)
+      .header('cache-control', 'public, max-age=3600')
+      .header('x-content-type-options', 'nosniff')
+      .send(asset.body);
+  });
+}
+
+/**
+ * The OAuth 2.0 authorization server and the control panel. Its routes are not API routes (no
+ * `config.audit`): the edge does not resolve credentials for them; client and user authentication
+ * happen here. On the resource side it plugs its JWT verifier into the gateway's credentials.
+ */
+export const authModule: DomainModule = {
+  name: 'auth',
+  resolvers: [],
+  async start(services) {
+    const runtime = new AuthRuntime(services);
+    await runtime.start();
+    services.credentials.addTokenVerifier(runtime);
+    runtimes.set(services, runtime);
+  },
+  async http(app, services) {
+    const runtime = authRuntimeOf(services);
+    if (!runtime) throw new Error('auth module: start() must run before http()');
+    app.addHook('onClose', async () => runtime.stop());
+    await app.register(async (scope) => oauthApi(scope, runtime));
+    await app.register(async (scope) => browserPages(scope, runtime));
+  },
+};

@@ -1,0 +1,175 @@
+import { createServer, type Server } from 'node:http';
+import { chromium, type Browser as Chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { systemClock } from '../../src/kernel/clock.js';
+import { CHROMIUM_PATH, describeWithChromium } from '../helpers/env.js';
+import type { TestServer } from '../helpers/server.js';
+import {
+  authorizeUrl,
+  createAnalystUser,
+  PASSWORD,
+  pkce,
+  registerClient,
+  startAuthServer,
+} from './helpers.js';
+
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-quic',
+  '--disable-sync',
+];
+
+describeWithChromium('console and consent in headless Chromium', () => {
+  let server: TestServer;
+  let browser: Chromium;
+  let callback: Server;
+  let callbackUrl: string;
+  let user: { id: string; email: string; accountId: string };
+  const cspViolations: string[] = [];
+
+  beforeAll(async () => {
+    server = await startAuthServer();
+    user = await createAnalystUser(server, systemClock);
+    // The client's redirect URI is a real local page, so the browser really lands on it.
+    callback = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('callback reached'),
+    );
+    await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
+    const address = callback.address();
+    callbackUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/callback`;
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: ARGS });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => callback?.close(resolve));
+    await server?.close();
+  });
+
+  async function newPage(): Promise<Page> {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    return page;
+  }
+
+  async function signIn(page: Page): Promise<void> {
+    await page.fill('#email', user.email);
+    await page.fill('#password', PASSWORD);
+    await page.click('#sign-in');
+  }
+
+  it('registers an application: the secret is shown once, with a warning, and never again; API keys likewise', async () => {
+    const page = await newPage();
+    await page.goto(`${server.url}/console`);
+    expect(new URL(page.url()).pathname).toBe('/console/login');
+    await signIn(page);
+    await page.waitForURL(`${server.url}/console`);
+    expect(await page.textContent('#plan')).toBe('Analyst');
+    expect(await page.textContent('#usage')).toMatch(/^\d+$/);
+
+    await page.fill('#client-name', 'Harbour dashboard');
+    await page.fill('#redirect-uris', callbackUrl);
+    await page.check('#register-client input[name=scopes][value="read:vessels"]');
+    await page.check('#register-client input[name=scopes][value="read:port_calls"]');
+    await page.click('#register');
+    const clientId = (await page.textContent('#client-id'))!.trim();
+    const secret = (await page.textContent('#client-secret'))!.trim();
+    expect(clientId).toMatch(/^tgc_/);
+    expect(secret).toMatch(/^tgcs_/);
+    expect(await page.textContent('.warning')).toMatch(/shown only this once/);
+
+    await page.goto(`${server.url}/console`);
+    const console = await page.content();
+    expect(console).toContain(clientId);
+    expect(console).toContain('Harbour dashboard');
+    expect(console).not.toContain(secret);
+    // The secret page is no-store: Back cannot bring it out of the cache (Chromium answers ERR_CACHE_MISS).
+    const back = await page.goBack().then(
+      () => 'shown',
+      (e: Error) => e.message,
+    );
+    expect(back).toMatch(/ERR_CACHE_MISS/);
+    expect(await page.content()).not.toContain(secret);
+
+    await page.goto(`${server.url}/console`);
+    await page.click(`tr[data-client-id="${clientId}"] button:has-text("Rotate secret")`);
+    const rotated = (await page.textContent('#client-secret'))!.trim();
+    expect(rotated).toMatch(/^tgcs_/);
+    expect(rotated).not.toBe(secret);
+
+    await page.goto(`${server.url}/console`);
+    await page.fill('#key-name', 'Reporting job');
+    await page.check('#create-key input[name=scopes][value="read:vessels"]');
+    await page.click('#create-key-button');
+    const apiKey = (await page.textContent('#api-key'))!.trim();
+    expect(apiKey).toMatch(/^tg_/);
+    const lookup = await fetch(`${server.url}/v1/vessels/lookup?imo=9074729`, {
+      headers: { 'x-api-key': apiKey },
+    });
+    expect(lookup.status).toBe(200);
+    await page.goto(`${server.url}/console`);
+    const withKey = await page.content();
+    expect(withKey).toContain('Reporting job');
+    expect(withKey).not.toContain(apiKey);
+
+    await page.click(`tr:has-text("Reporting job") button:has-text("Revoke")`);
+    await page.waitForURL(`${server.url}/console`);
+    const revoked = await fetch(`${server.url}/v1/vessels/lookup?imo=9074729`, {
+      headers: { 'x-api-key': apiKey },
+    });
+    expect(revoked.status).toBe(401);
+
+    await page.click(`tr[data-client-id="${clientId}"] button:has-text("Delete")`);
+    await page.waitForURL(`${server.url}/console`);
+    expect(await page.content()).not.toContain(clientId);
+    expect(cspViolations).toEqual([]);
+  });
+
+  it('signs in, shows every requested scope, approves to the redirect URI with code and state; Deny yields access_denied', async () => {
+    const client = await registerClient(server, systemClock, {
+      accountId: user.accountId,
+      redirectUris: [callbackUrl],
+      scopes: 'read:vessels read:port_calls read:service_orders',
+    });
+    const page = await newPage();
+    const params = {
+      client_id: client.client_id,
+      redirect_uri: callbackUrl,
+      scope: 'vessels:read read:port_calls read:service_orders',
+      state: 'st-42',
+      code_challenge: pkce().challenge,
+    };
+    await page.goto(`${server.url}${authorizeUrl(params)}`);
+    expect(new URL(page.url()).pathname).toBe('/console/login');
+    await signIn(page);
+    await page.waitForURL((url) => url.pathname === '/oauth/authorize');
+    const scopes = await page.$$eval('li[data-scope]', (items) => items.map((li) => li.textContent));
+    expect(scopes).toEqual([
+      'read:port_calls — Read port calls and related data',
+      'read:service_orders — Read service orders',
+      'read:vessels — Read vessel information',
+    ]);
+    await page.click('#approve');
+    await page.waitForURL((url) => url.href.startsWith(callbackUrl));
+    const approved = new URL(page.url());
+    expect(approved.searchParams.get('code')).toBeTruthy();
+    expect(approved.searchParams.get('state')).toBe('st-42');
+    expect(await page.textContent('body')).toContain('callback reached');
+
+    await page.goto(`${server.url}${authorizeUrl({ ...params, state: 'st-43' })}`);
+    await page.click('#deny');
+    await page.waitForURL((url) => url.href.startsWith(callbackUrl));
+    const denied = new URL(page.url());
+    expect(denied.searchParams.get('error')).toBe('access_denied');
+    expect(denied.searchParams.get('state')).toBe('st-43');
+    expect(denied.searchParams.get('code')).toBeNull();
+    expect(cspViolations).toEqual([]);
+  });
+});
