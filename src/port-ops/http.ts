@@ -1,0 +1,146 @@
+import { createReadStream } from 'node:fs';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import type { AppServices } from '../gateway/context.js';
+import { authorizeField } from '../gateway/rest.js';
+import { badInput } from '../kernel/errors.js';
+import { actorOf, findOwned } from './common.js';
+import {
+  contentPath,
+  createDocument,
+  prepareDocument,
+  storeContent,
+  verifyUpload,
+  type DocumentMetaInput,
+} from './documents.js';
+import { Document } from './entities.js';
+
+/*
+ * The only hand-written port-ops routes, because they stream: multipart upload, signed-URL
+ * upload and download. Each applies the access rule of the schema field whose work it does.
+ */
+
+const UPLOAD_AUDIT = { audit: 'POST /v1/documents' };
+
+export async function registerDocumentRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
+  const deps = () => ({
+    em: services.db.em(),
+    clock: services.clock,
+    events: services.events,
+    documentsDir: services.config.documentsDir,
+  });
+
+  await app.register(async (scope) => {
+    // Our own byte counter enforces the limit (413 and nothing kept); busboy's is one byte looser.
+    await scope.register(multipart, {
+      limits: { fileSize: services.config.documentMaxBytes + 1, files: 1, fields: 10, fieldSize: 1024 },
+    });
+    // The signed-URL PUT takes the raw body as a stream, whatever its type.
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+    /** Multipart: fields kind, attachedType, attachedId (before the file), then one `file` part. */
+    const upload = async (request: FastifyRequest, reply: FastifyReply) => {
+      const principal = await authorizeField(services, request, reply, 'Mutation.createDocumentUpload');
+      if (!request.isMultipart())
+        throw badInput(
+          'body',
+          'must be multipart/form-data with fields kind, attachedType, attachedId and a file part',
+        );
+      const { em, ...rest } = deps();
+      const fields: Record<string, unknown> = {};
+      for await (const part of request.parts()) {
+        if (part.type === 'field') {
+          fields[part.fieldname] = part.value;
+          continue;
+        }
+        if (part.fieldname !== 'file') throw badInput(part.fieldname, "the file part must be named 'file'");
+        const meta = await prepareDocument(em, principal, {
+          ...(fields as DocumentMetaInput),
+          fileName: fields.fileName ?? part.filename,
+          contentType: part.mimetype,
+        }).catch(async (error: unknown) => {
+          part.file.resume();
+          throw error;
+        });
+        const stored = await storeContent(
+          services.config.documentsDir,
+          services.config.documentMaxBytes,
+          meta.contentType,
+          part.file,
+        );
+        const document = await createDocument({ em, ...rest }, actorOf(principal), meta, stored);
+        return reply.code(201).send(documentJson(document));
+      }
+      throw badInput('file', 'is required (a multipart part named file, after the fields)');
+    };
+    for (const prefix of ['', '/api']) {
+      scope.post(`${prefix}/v1/documents`, { config: UPLOAD_AUDIT }, upload);
+      scope.put(
+        `${prefix}/v1/documents/uploads`,
+        { config: { audit: 'PUT /v1/documents/uploads' } },
+        async (request, reply) => {
+          // The signed URL is the credential: createDocumentUpload already applied write:documents.
+          const claims = verifyUpload(
+            services.config.documentUploadSecret,
+            String((request.query as { token?: string }).token ?? ''),
+            services.clock.now(),
+          );
+          const declared = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+          if (declared !== claims.contentType) {
+            request.raw.resume();
+            throw badInput(
+              'content-type',
+              `must be ${claims.contentType}, as declared when the upload URL was made (got '${declared || '(none)'}')`,
+            );
+          }
+          const stored = await storeContent(
+            services.config.documentsDir,
+            services.config.documentMaxBytes,
+            claims.contentType,
+            request.raw,
+          );
+          const { exp: _exp, uploadedBy, ...meta } = claims;
+          const document = await createDocument(deps(), uploadedBy, meta, stored);
+          return reply.code(201).send(documentJson(document));
+        },
+      );
+      scope.get(
+        `${prefix}/v1/documents/:id/content`,
+        { config: { audit: 'GET /v1/documents/:id/content' } },
+        async (request, reply) => {
+          const principal = await authorizeField(services, request, reply, 'Query.document');
+          const document = await findOwned(
+            services.db.em(),
+            Document,
+            'Document',
+            principal,
+            (request.params as { id: string }).id,
+          );
+          reply
+            .header('content-type', document.contentType)
+            .header('content-length', String(document.sizeBytes))
+            .header('content-disposition', `attachment; filename="${document.fileName}"`)
+            .header('etag', `"${document.sha256}"`)
+            .header('x-content-type-options', 'nosniff');
+          return reply.send(createReadStream(contentPath(services.config.documentsDir, document.sha256)));
+        },
+      );
+    }
+  });
+}
+
+export function documentJson(d: Document): Record<string, unknown> {
+  return {
+    id: d.id,
+    kind: d.kind,
+    attachedType: d.attachedType,
+    attachedId: d.attachedId,
+    fileName: d.fileName,
+    contentType: d.contentType,
+    sizeBytes: d.sizeBytes,
+    sha256: d.sha256,
+    uploadedBy: d.uploadedBy,
+    createdAt: d.createdAt.toISOString(),
+    downloadUrl: `/v1/documents/${d.id}/content`,
+  };
+}

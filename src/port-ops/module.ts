@@ -1,0 +1,14 @@
+import type { DomainModule } from '../gateway/module.js';
+import { registerDocumentRoutes } from './http.js';
+import { InsightsResolver } from './insights-resolvers.js';
+import { seedPortOpsDemo } from './seed.js';
+import { portOpsResolvers } from './resolvers.js';
+import { portOpsRestRoutes } from './rest.js';
+
+export const portOpsModule: DomainModule = {
+  name: 'port-ops',
+  resolvers: [...portOpsResolvers, InsightsResolver],
+  restRoutes: portOpsRestRoutes,
+  http: registerDocumentRoutes,
+  seedDemo: seedPortOpsDemo,
+};

@@ -1,0 +1,628 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import type { FilterQuery } from '@mikro-orm/core';
+import type { Page } from '../gateway/connection.js';
+import type { Clock } from '../kernel/clock.js';
+import { badInput, conflict, notFound } from '../kernel/errors.js';
+import type { Principal } from '../kernel/principal.js';
+import { stageEvents, type EventDraft } from '../events/stage.js';
+import { actorOf, findOwned, findPage, tenant, type Deps } from './common.js';
+import {
+  AttachmentType,
+  Document,
+  Port,
+  PortCall,
+  PortCallStatus,
+  ServiceOrder,
+  ServiceOrderStatus,
+  ServiceType,
+  StatusChange,
+  StatusSubject,
+  Vendor,
+  Vessel,
+  VesselType,
+} from './entities.js';
+import { parseServiceDetails } from './details.js';
+import {
+  optionalText,
+  parseCountryCode,
+  parseDate,
+  parseEmail,
+  parseEnum,
+  parseImo,
+  parseLocode,
+  parseTimeZone,
+  requireText,
+} from './validation.js';
+
+/** Runs a change in one transaction with its staged events, then publishes them after commit. */
+async function commit<T>(
+  deps: Deps,
+  change: (tx: EntityManager) => Promise<{ result: T; drafts: EventDraft[] }>,
+): Promise<T> {
+  const { result, events } = await deps.em.transactional(async (tx) => {
+    const { result, drafts } = await change(tx);
+    return { result, events: stageEvents(tx, deps.clock, drafts) };
+  });
+  await deps.events.publish(events);
+  return result;
+}
+
+function recordChange(
+  tx: EntityManager,
+  subjectType: StatusSubject,
+  subjectId: string,
+  from: string | null,
+  to: string,
+  at: Date,
+  actor: string,
+  recordedAt: Date,
+): void {
+  tx.persist(tx.create(StatusChange, { subjectType, subjectId, from, to, at, actor, recordedAt }));
+}
+
+// ---------------------------------------------------------------- reference data (admin-only writes)
+
+export interface VesselInput {
+  imo: string;
+  name: string;
+  flag: string;
+  type: VesselType;
+  grossTonnage: number;
+  deadweight: number;
+  yearBuilt: number;
+}
+
+export async function createVessel(em: EntityManager, clock: Clock, input: VesselInput): Promise<Vessel> {
+  const imo = parseImo(input.imo);
+  const values = {
+    imo,
+    name: requireText(input.name, 'name', 200),
+    flag: parseCountryCode(input.flag),
+    type: parseEnum(VesselType, input.type, 'type'),
+    grossTonnage: positiveInt(input.grossTonnage, 'grossTonnage'),
+    deadweight: positiveInt(input.deadweight, 'deadweight'),
+    yearBuilt: positiveInt(input.yearBuilt, 'yearBuilt'),
+  };
+  if (values.yearBuilt < 1900 || values.yearBuilt > clock.now().getUTCFullYear() + 3) {
+    throw badInput('yearBuilt', `must be between 1900 and ${clock.now().getUTCFullYear() + 3}`);
+  }
+  if (await em.count(Vessel, { imo }))
+    throw conflict(`A vessel with IMO ${imo} already exists`, { field: 'imo' });
+  const vessel = em.create(Vessel, { ...values, createdAt: clock.now() });
+  await em.persistAndFlush(vessel);
+  return vessel;
+}
+
+function positiveInt(value: number, field: string): number {
+  if (!Number.isInteger(value) || value <= 0)
+    throw badInput(field, `must be a positive integer (got ${value})`);
+  return value;
+}
+
+export interface PortInput {
+  locode: string;
+  name: string;
+  timeZone: string;
+}
+
+export async function createPort(em: EntityManager, clock: Clock, input: PortInput): Promise<Port> {
+  const locode = parseLocode(input.locode, 'locode');
+  const values = {
+    locode,
+    name: requireText(input.name, 'name', 200),
+    country: locode.slice(0, 2),
+    timeZone: parseTimeZone(input.timeZone),
+  };
+  if (await em.count(Port, { locode }))
+    throw conflict(`A port with UN/LOCODE ${locode} already exists`, { field: 'locode' });
+  const port = em.create(Port, { ...values, createdAt: clock.now() });
+  await em.persistAndFlush(port);
+  return port;
+}
+
+export async function vesselByImo(em: EntityManager, raw: string, field = 'vesselImo'): Promise<Vessel> {
+  const imo = parseImo(raw, field);
+  const vessel = await em.findOne(Vessel, { imo });
+  if (!vessel) throw notFound('Vessel', imo);
+  return vessel;
+}
+
+export async function portByLocode(em: EntityManager, raw: string, field = 'portLocode'): Promise<Port> {
+  const locode = parseLocode(raw, field);
+  const port = await em.findOne(Port, { locode });
+  if (!port) throw notFound('Port', locode);
+  return port;
+}
+
+// ---------------------------------------------------------------- port calls
+
+/** The port-call state machine: every legal move, and nothing else. */
+export const PORT_CALL_TRANSITIONS: Readonly<Record<PortCallStatus, readonly PortCallStatus[]>> = {
+  SCHEDULED: [PortCallStatus.ARRIVED, PortCallStatus.CANCELLED],
+  ARRIVED: [PortCallStatus.BERTHED, PortCallStatus.CANCELLED],
+  BERTHED: [PortCallStatus.DEPARTED],
+  DEPARTED: [],
+  CANCELLED: [],
+};
+
+/** The actual-time field each transition stamps. */
+const ACTUAL_OF: Partial<Record<PortCallStatus, 'ata' | 'atb' | 'atd'>> = {
+  ARRIVED: 'ata',
+  BERTHED: 'atb',
+  DEPARTED: 'atd',
+};
+
+export interface PortCallInput {
+  vesselImo: string;
+  portLocode: string;
+  voyageReference: string;
+  agent?: string | null;
+  eta: Date | string;
+  etb?: Date | string | null;
+  etd?: Date | string | null;
+}
+
+export interface PortCallPatch {
+  voyageReference?: string | null;
+  agent?: string | null;
+  eta?: Date | string | null;
+  etb?: Date | string | null;
+  etd?: Date | string | null;
+}
+
+function checkEstimates(eta: Date, etb: Date | null, etd: Date | null): void {
+  if (etb && etb < eta) throw badInput('etb', 'must not be before eta');
+  if (etd && etd < (etb ?? eta)) throw badInput('etd', `must not be before ${etb ? 'etb' : 'eta'}`);
+}
+
+async function assertVoyageFree(
+  em: EntityManager,
+  accountId: string,
+  voyageReference: string,
+  exceptId?: string,
+): Promise<void> {
+  const clash = await em.findOne(PortCall, {
+    accountId,
+    voyageReference,
+    ...(exceptId ? { id: { $ne: exceptId } } : {}),
+  });
+  if (clash)
+    throw conflict(`Voyage reference '${voyageReference}' is already used by port call ${clash.id}`, {
+      field: 'voyageReference',
+    });
+}
+
+export function portCallSnapshot(call: PortCall, vessel: Vessel, port: Port): Record<string, unknown> {
+  return {
+    id: call.id,
+    status: call.status,
+    vesselImo: vessel.imo,
+    portLocode: port.locode,
+    voyageReference: call.voyageReference,
+    eta: call.eta.toISOString(),
+    etb: call.etb?.toISOString() ?? null,
+    etd: call.etd?.toISOString() ?? null,
+  };
+}
+
+export async function createPortCall(
+  deps: Deps,
+  principal: Principal,
+  input: PortCallInput,
+): Promise<PortCall> {
+  const voyageReference = requireText(input.voyageReference, 'voyageReference', 64);
+  const agent = optionalText(input.agent, 'agent', 200);
+  const eta = parseDate(input.eta, 'eta');
+  if (!eta) throw badInput('eta', 'is required');
+  const etb = parseDate(input.etb, 'etb');
+  const etd = parseDate(input.etd, 'etd');
+  checkEstimates(eta, etb, etd);
+  const vessel = await vesselByImo(deps.em, input.vesselImo);
+  const port = await portByLocode(deps.em, input.portLocode);
+  return commit(deps, async (tx) => {
+    await assertVoyageFree(tx, principal.accountId, voyageReference);
+    const now = deps.clock.now();
+    const call = tx.create(PortCall, {
+      accountId: principal.accountId,
+      vesselId: vessel.id,
+      portId: port.id,
+      voyageReference,
+      agent,
+      status: PortCallStatus.SCHEDULED,
+      eta,
+      etb,
+      etd,
+      createdAt: now,
+      updatedAt: now,
+    });
+    tx.persist(call);
+    recordChange(tx, StatusSubject.PORT_CALL, call.id, null, call.status, now, actorOf(principal), now);
+    return {
+      result: call,
+      drafts: [
+        {
+          type: 'port_call.created',
+          accountId: call.accountId,
+          payload: { portCall: portCallSnapshot(call, vessel, port) },
+        },
+      ],
+    };
+  });
+}
+
+export async function updatePortCall(
+  deps: Deps,
+  principal: Principal,
+  id: string,
+  patch: PortCallPatch,
+): Promise<PortCall> {
+  const call = await findOwned(deps.em, PortCall, 'PortCall', principal, id);
+  if (call.status === PortCallStatus.DEPARTED || call.status === PortCallStatus.CANCELLED) {
+    throw conflict(`Port call ${id} is ${call.status} and can no longer be changed`, { status: call.status });
+  }
+  const eta = patch.eta === undefined ? call.eta : parseDate(patch.eta, 'eta');
+  if (!eta) throw badInput('eta', 'cannot be cleared');
+  const etb = patch.etb === undefined ? (call.etb ?? null) : parseDate(patch.etb, 'etb');
+  const etd = patch.etd === undefined ? (call.etd ?? null) : parseDate(patch.etd, 'etd');
+  checkEstimates(eta, etb, etd);
+  const voyageReference =
+    patch.voyageReference === undefined || patch.voyageReference === null
+      ? call.voyageReference
+      : requireText(patch.voyageReference, 'voyageReference', 64);
+  const agent = patch.agent === undefined ? (call.agent ?? null) : optionalText(patch.agent, 'agent', 200);
+  if (voyageReference !== call.voyageReference)
+    await assertVoyageFree(deps.em, call.accountId, voyageReference, call.id);
+  Object.assign(call, { eta, etb, etd, voyageReference, agent, updatedAt: deps.clock.now() });
+  await deps.em.flush();
+  return call;
+}
+
+export async function transitionPortCall(
+  deps: Deps,
+  principal: Principal,
+  id: string,
+  to: PortCallStatus,
+  atInput?: Date | string | null,
+): Promise<PortCall> {
+  const target = parseEnum(PortCallStatus, to, 'status');
+  const call = await findOwned(deps.em, PortCall, 'PortCall', principal, id);
+  const from = call.status;
+  if (!PORT_CALL_TRANSITIONS[from].includes(target)) {
+    const allowed = PORT_CALL_TRANSITIONS[from];
+    throw conflict(
+      `Port call cannot go from ${from} to ${target}${allowed.length ? ` (from ${from} it may go to ${allowed.join(' or ')})` : ` (${from} is final)`}`,
+      { from, to: target, allowed },
+    );
+  }
+  const at = parseDate(atInput, 'at') ?? deps.clock.now();
+  if (at > deps.clock.now()) throw badInput('at', 'an actual time cannot be in the future');
+  const previous = call.atb ?? call.ata;
+  const field = ACTUAL_OF[target];
+  if (field && previous && at < previous)
+    throw badInput('at', `must not be before the previous actual time ${previous.toISOString()}`);
+  const [vessel, port] = await Promise.all([
+    deps.em.findOneOrFail(Vessel, call.vesselId),
+    deps.em.findOneOrFail(Port, call.portId),
+  ]);
+  const actor = actorOf(principal);
+  return commit(deps, async (tx) => {
+    const managed = tx.merge(call);
+    managed.status = target;
+    if (field) managed[field] = at;
+    managed.updatedAt = deps.clock.now();
+    recordChange(tx, StatusSubject.PORT_CALL, call.id, from, target, at, actor, deps.clock.now());
+    return {
+      result: managed,
+      drafts: [
+        {
+          type: 'port_call.status_changed',
+          accountId: call.accountId,
+          payload: {
+            portCallId: call.id,
+            from,
+            to: target,
+            at: at.toISOString(),
+            actor,
+            vesselImo: vessel.imo,
+            portLocode: port.locode,
+          },
+        },
+      ],
+    };
+  });
+}
+
+/**
+ * Deleting is for mistakes: a call that has service orders or documents has history worth
+ * keeping and must be CANCELLED instead.
+ */
+export async function deletePortCall(deps: Deps, principal: Principal, id: string): Promise<string> {
+  await findOwned(deps.em, PortCall, 'PortCall', principal, id);
+  const [orders, documents] = await Promise.all([
+    deps.em.count(ServiceOrder, { portCallId: id }),
+    deps.em.count(Document, { attachedType: AttachmentType.PORT_CALL, attachedId: id }),
+  ]);
+  if (orders > 0 || documents > 0) {
+    throw conflict(
+      `Port call ${id} has ${orders} service order(s) and ${documents} document(s); cancel it instead of deleting it`,
+      { serviceOrders: orders, documents },
+    );
+  }
+  await deps.em.transactional(async (tx) => {
+    await tx.nativeDelete(StatusChange, { subjectType: StatusSubject.PORT_CALL, subjectId: id });
+    await tx.nativeDelete(PortCall, { id });
+  });
+  return id;
+}
+
+export interface PortCallFilter {
+  status?: PortCallStatus | null;
+  portLocode?: string | null;
+  vesselImo?: string | null;
+  etaFrom?: Date | null;
+  etaTo?: Date | null;
+}
+
+export async function listPortCalls(
+  em: EntityManager,
+  principal: Principal,
+  filter: PortCallFilter,
+  page: Page,
+) {
+  const where: FilterQuery<PortCall> = { ...tenant(principal) };
+  if (filter.status) where.status = parseEnum(PortCallStatus, filter.status, 'status');
+  if (filter.portLocode) where.portId = (await portByLocode(em, filter.portLocode)).id;
+  if (filter.vesselImo) where.vesselId = (await vesselByImo(em, filter.vesselImo)).id;
+  if (filter.etaFrom || filter.etaTo) {
+    where.eta = {
+      ...(filter.etaFrom ? { $gte: filter.etaFrom } : {}),
+      ...(filter.etaTo ? { $lt: filter.etaTo } : {}),
+    };
+  }
+  // Upcoming calls first for SCHEDULED; otherwise most recent first. The id breaks ties so pages are stable.
+  const direction = filter.status === PortCallStatus.SCHEDULED ? 'asc' : 'desc';
+  return findPage(em, PortCall, where, { eta: direction, id: 'asc' }, page);
+}
+
+// ---------------------------------------------------------------- vendors
+
+export interface VendorInput {
+  name: string;
+  services: ServiceType[];
+  ports: string[];
+  contactEmail?: string | null;
+  contactPhone?: string | null;
+  active?: boolean | null;
+}
+
+async function vendorValues(em: EntityManager, input: Partial<VendorInput>) {
+  const values: Partial<Vendor> = {};
+  if (input.name !== undefined) values.name = requireText(input.name, 'name', 200);
+  if (input.services !== undefined) {
+    if (input.services.length === 0) throw badInput('services', 'must name at least one service type');
+    values.services = [...new Set(input.services.map((s, i) => parseEnum(ServiceType, s, `services[${i}]`)))];
+  }
+  if (input.ports !== undefined) {
+    if (input.ports.length === 0) throw badInput('ports', 'must name at least one port');
+    const locodes = [...new Set(input.ports.map((p, i) => parseLocode(p, `ports[${i}]`)))];
+    const known = new Set((await em.find(Port, { locode: { $in: locodes } })).map((p) => p.locode));
+    const unknown = locodes.filter((l) => !known.has(l));
+    if (unknown.length)
+      throw badInput('ports', `unknown port(s): ${unknown.join(', ')}`, { rule: 'UNKNOWN_PORT' });
+    values.ports = locodes;
+  }
+  if (input.contactEmail !== undefined) values.contactEmail = parseEmail(input.contactEmail);
+  if (input.contactPhone !== undefined)
+    values.contactPhone = optionalText(input.contactPhone, 'contactPhone', 40);
+  if (input.active !== undefined && input.active !== null) values.active = input.active;
+  return values;
+}
+
+export async function createVendor(deps: Deps, principal: Principal, input: VendorInput): Promise<Vendor> {
+  const values = await vendorValues(deps.em, input);
+  const vendor = deps.em.create(Vendor, {
+    ...values,
+    name: values.name!,
+    services: values.services!,
+    ports: values.ports!,
+    active: values.active ?? true,
+    accountId: principal.accountId,
+    createdAt: deps.clock.now(),
+  });
+  await deps.em.persistAndFlush(vendor);
+  return vendor;
+}
+
+export async function updateVendor(
+  deps: Deps,
+  principal: Principal,
+  id: string,
+  patch: Partial<VendorInput>,
+): Promise<Vendor> {
+  const vendor = await findOwned(deps.em, Vendor, 'Vendor', principal, id);
+  Object.assign(vendor, await vendorValues(deps.em, patch));
+  await deps.em.flush();
+  return vendor;
+}
+
+export interface VendorFilter {
+  portLocode?: string | null;
+  serviceType?: ServiceType | null;
+  active?: boolean | null;
+}
+
+/** Vendors are few per account; the JSON-array filters run in code over the account's list. */
+export async function listVendors(em: EntityManager, principal: Principal, filter: VendorFilter, page: Page) {
+  const where: FilterQuery<Vendor> = { ...tenant(principal) };
+  if (filter.active !== undefined && filter.active !== null) where.active = filter.active;
+  const locode = filter.portLocode ? parseLocode(filter.portLocode) : null;
+  const service = filter.serviceType ? parseEnum(ServiceType, filter.serviceType, 'serviceType') : null;
+  if (!locode && !service) return findPage(em, Vendor, where, { name: 'asc', id: 'asc' }, page);
+  const all = (await em.find(Vendor, where, { orderBy: { name: 'asc', id: 'asc' } })).filter(
+    (v) => (!locode || v.ports.includes(locode)) && (!service || v.services.includes(service)),
+  );
+  return { items: all.slice(page.offset, page.offset + page.limit), total: all.length };
+}
+
+// ---------------------------------------------------------------- service orders
+
+export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
+  {
+    REQUESTED: [ServiceOrderStatus.CONFIRMED, ServiceOrderStatus.REJECTED, ServiceOrderStatus.CANCELLED],
+    CONFIRMED: [ServiceOrderStatus.IN_PROGRESS, ServiceOrderStatus.CANCELLED],
+    IN_PROGRESS: [ServiceOrderStatus.COMPLETED],
+    COMPLETED: [],
+    CANCELLED: [],
+    REJECTED: [],
+  };
+
+export interface ServiceOrderInput {
+  portCallId: string;
+  serviceType: ServiceType;
+  vendorId: string;
+  details: unknown;
+  requestedFor?: Date | string | null;
+}
+
+export function serviceOrderSnapshot(order: ServiceOrder): Record<string, unknown> {
+  return {
+    id: order.id,
+    portCallId: order.portCallId,
+    serviceType: order.serviceType,
+    vendorId: order.vendorId,
+    status: order.status,
+    details: order.details,
+  };
+}
+
+export async function createServiceOrder(
+  deps: Deps,
+  principal: Principal,
+  input: ServiceOrderInput,
+): Promise<ServiceOrder> {
+  if (typeof input.portCallId !== 'string' || !input.portCallId) throw badInput('portCallId', 'is required');
+  if (typeof input.vendorId !== 'string' || !input.vendorId) throw badInput('vendorId', 'is required');
+  const serviceType = parseEnum(ServiceType, input.serviceType, 'serviceType');
+  const details = parseServiceDetails(serviceType, input.details);
+  const requestedFor = parseDate(input.requestedFor, 'requestedFor');
+  const call = await findOwned(deps.em, PortCall, 'PortCall', principal, input.portCallId);
+  const vendor = await findOwned(deps.em, Vendor, 'Vendor', principal, input.vendorId);
+  if (call.status === PortCallStatus.DEPARTED || call.status === PortCallStatus.CANCELLED) {
+    throw conflict(
+      `Port call ${call.id} is ${call.status}; services can only be ordered for calls that have not departed or been cancelled`,
+      {
+        status: call.status,
+      },
+    );
+  }
+  const port = await deps.em.findOneOrFail(Port, call.portId);
+  if (!vendor.active)
+    throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
+  if (!vendor.services.includes(serviceType)) {
+    throw badInput(
+      'vendorId',
+      `vendor ${vendor.name} does not offer ${serviceType} (offers ${vendor.services.join(', ')})`,
+      { rule: 'VENDOR_SERVICE' },
+    );
+  }
+  if (!vendor.ports.includes(port.locode)) {
+    throw badInput(
+      'vendorId',
+      `vendor ${vendor.name} does not serve ${port.locode} (serves ${vendor.ports.join(', ')})`,
+      { rule: 'VENDOR_PORT' },
+    );
+  }
+  return commit(deps, async (tx) => {
+    const now = deps.clock.now();
+    const order = tx.create(ServiceOrder, {
+      accountId: call.accountId,
+      portCallId: call.id,
+      vendorId: vendor.id,
+      serviceType,
+      details,
+      status: ServiceOrderStatus.REQUESTED,
+      requestedFor: requestedFor ?? call.etb ?? call.eta,
+      createdAt: now,
+      updatedAt: now,
+    });
+    tx.persist(order);
+    recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, null, order.status, now, actorOf(principal), now);
+    return {
+      result: order,
+      drafts: [
+        {
+          type: 'service_order.created',
+          accountId: order.accountId,
+          payload: { serviceOrder: serviceOrderSnapshot(order) },
+        },
+      ],
+    };
+  });
+}
+
+export async function transitionServiceOrder(
+  deps: Deps,
+  principal: Principal,
+  id: string,
+  to: ServiceOrderStatus,
+): Promise<ServiceOrder> {
+  const target = parseEnum(ServiceOrderStatus, to, 'status');
+  const order = await findOwned(deps.em, ServiceOrder, 'ServiceOrder', principal, id);
+  const from = order.status;
+  const allowed = SERVICE_ORDER_TRANSITIONS[from];
+  if (!allowed.includes(target)) {
+    throw conflict(
+      `Service order cannot go from ${from} to ${target}${allowed.length ? ` (from ${from} it may go to ${allowed.join(' or ')})` : ` (${from} is final)`}`,
+      { from, to: target, allowed },
+    );
+  }
+  const actor = actorOf(principal);
+  return commit(deps, async (tx) => {
+    const now = deps.clock.now();
+    const managed = tx.merge(order);
+    managed.status = target;
+    managed.updatedAt = now;
+    if (target === ServiceOrderStatus.COMPLETED) managed.completedAt = now;
+    recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, from, target, now, actor, now);
+    return {
+      result: managed,
+      drafts: [
+        {
+          type: 'service_order.status_changed',
+          accountId: order.accountId,
+          payload: {
+            serviceOrderId: order.id,
+            portCallId: order.portCallId,
+            from,
+            to: target,
+            at: now.toISOString(),
+            actor,
+          },
+        },
+      ],
+    };
+  });
+}
+
+export interface ServiceOrderFilter {
+  portCallId?: string | null;
+  vendorId?: string | null;
+  status?: ServiceOrderStatus | null;
+  serviceType?: ServiceType | null;
+}
+
+export async function listServiceOrders(
+  em: EntityManager,
+  principal: Principal,
+  filter: ServiceOrderFilter,
+  page: Page,
+) {
+  const where: FilterQuery<ServiceOrder> = { ...tenant(principal) };
+  if (filter.portCallId)
+    where.portCallId = (await findOwned(em, PortCall, 'PortCall', principal, filter.portCallId)).id;
+  if (filter.vendorId)
+    where.vendorId = (await findOwned(em, Vendor, 'Vendor', principal, filter.vendorId)).id;
+  if (filter.status) where.status = parseEnum(ServiceOrderStatus, filter.status, 'status');
+  if (filter.serviceType) where.serviceType = parseEnum(ServiceType, filter.serviceType, 'serviceType');
+  return findPage(em, ServiceOrder, where, { createdAt: 'desc', id: 'asc' }, page);
+}

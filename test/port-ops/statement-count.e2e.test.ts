@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachDialect } from '../helpers/env.js';
+import { DASHBOARD_QUERY } from '../bench/port-ops.js';
+import { gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+
+/*
+ * Statements the edge runs for every request whatever it asks (credential cache fill, audit
+ * batch, revocation and deny-list polling) are not the resolvers' work; they are listed and
+ * excluded by table so the assertion is about the query alone.
+ */
+const EDGE_TABLES =
+  /\b(api_keys|audit_records|accounts|oauth_\w+|revoked_\w+|access_tokens|refresh_tokens|token_\w+|events|webhook_\w+)\b/;
+
+describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
+  let server: TestServer;
+  let recording = false;
+  const statements: string[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({
+      dialect,
+      onQuery: (message) => {
+        // eslint-disable-next-line no-control-regex
+        const sql = message.replace(/\x1B\[[0-9;]*m/g, '');
+        // begin/commit without a statement come from background pollers (webhook outbox), not from reads.
+        if (recording && /^\[query\] (select|insert|update|delete|with)\b/i.test(sql)) statements.push(sql);
+      },
+    });
+  });
+  afterAll(() => server?.close());
+
+  async function count(run: () => Promise<unknown>): Promise<{ domain: string[]; edge: string[] }> {
+    await run(); // warm the credential cache so the measured run is steady-state
+    statements.length = 0;
+    recording = true;
+    await run();
+    recording = false;
+    const domain = statements.filter((s) => !EDGE_TABLES.test(s));
+    // Proof the log is really captured: each relation's one batched statement is there.
+    for (const table of ['port_calls', 'vessels', 'ports', 'service_orders', 'vendors']) {
+      expect(
+        domain.some((s) => new RegExp(`from .${table}. `).test(s)),
+        `${table} in\n${domain.join('\n')}`,
+      ).toBe(true);
+    }
+    return { domain, edge: statements.filter((s) => EDGE_TABLES.test(s)) };
+  }
+
+  it('GraphQL: 50 port calls with vessel, port, orders and vendors in at most 5 statements', async () => {
+    let answer: Awaited<ReturnType<typeof gql>> | undefined;
+    const { domain } = await count(async () => {
+      answer = await gql(server.url, DASHBOARD_QUERY, { key: server.key('INSTITUTIONAL') });
+    });
+    expect(answer!.body.errors).toBeUndefined();
+    const nodes = (answer!.body.data!.portCalls as { nodes: Array<{ serviceOrders: unknown[] }> }).nodes;
+    expect(nodes).toHaveLength(50);
+    expect(nodes.flatMap((n) => n.serviceOrders).length).toBeGreaterThan(20);
+    expect(domain.length, domain.join('\n')).toBeLessThanOrEqual(5);
+  });
+
+  it('REST: the same dashboard route in at most 5 statements', async () => {
+    let body: { data: unknown[] } | undefined;
+    const { domain } = await count(async () => {
+      const res = await rest(server.url, '/v1/dashboard/port-calls?limit=50', {
+        key: server.key('INSTITUTIONAL'),
+      });
+      expect(res.status).toBe(200);
+      body = res.body;
+    });
+    expect(body!.data).toHaveLength(50);
+    expect(domain.length, domain.join('\n')).toBeLessThanOrEqual(5);
+  });
+});
