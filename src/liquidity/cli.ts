@@ -1,0 +1,42 @@
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import type { CliCommand } from '../kernel/cli-command.js';
+import { badInput } from '../kernel/errors.js';
+import { ingestMetrics, type IngestFormat } from './ingest.js';
+
+/**
+ * `tidegate liquidity ingest FILE`: the same service as the admin mutation. The CLI has no live
+ * bus; the staged events are durable rows that the webhook outbox of a running server delivers.
+ */
+export const liquidityCommands: CliCommand[] = [
+  {
+    name: 'liquidity ingest',
+    description: 'Ingest daily protocol metrics from a CSV or JSON file (all rows or none)',
+    usage: 'FILE [--format csv|json] [--json]',
+    positionals: ['FILE'],
+    options: { format: { type: 'string' }, json: { type: 'boolean' } },
+    async run(ctx, { options, positionals }) {
+      const file = positionals[0]!;
+      const named = typeof options.format === 'string' ? options.format : extname(file).slice(1);
+      const format = named.toUpperCase();
+      if (format !== 'CSV' && format !== 'JSON')
+        throw badInput('format', `must be csv or json (got '${named || 'no extension'}'); pass --format`);
+      const text = await readFile(file, 'utf8');
+      const result = await ingestMetrics(ctx.db.em(), ctx.clock, text, format as IngestFormat);
+      const summary = {
+        file,
+        rows: result.rows,
+        protocols: result.protocols,
+        daysScored: result.daysScored,
+        alerts: result.alerts,
+        events: result.events.length,
+      };
+      const byType = new Map<string, number>();
+      for (const e of result.events) byType.set(e.type, (byType.get(e.type) ?? 0) + 1);
+      return {
+        json: { ...summary, eventTypes: Object.fromEntries(byType) },
+        text: `Ingested ${result.rows} rows for ${result.protocols} protocols: ${result.daysScored} daily scores, ${result.alerts} watchlist alerts, ${result.events.length} events${byType.size ? ` (${[...byType].map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}`,
+      };
+    },
+  },
+];

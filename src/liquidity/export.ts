@@ -1,0 +1,133 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { EntityManager } from '@mikro-orm/knex';
+import type { AppServices } from '../gateway/context.js';
+import { authorizeField } from '../gateway/rest.js';
+import { badInput } from '../kernel/errors.js';
+import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';
+
+/**
+ * GET /v1/export?format=csv|json[&profile_id=…]: every protocol field with its latest score,
+ * streamed page by page from the database so memory stays flat however many protocols exist.
+ * The access rule is the one on `Query.exportRows` (Professional plan, export:liquidity).
+ */
+
+type Cell = string | number | boolean | null;
+
+/** Column order of both formats; nested values (chains, attribution, filings) are JSON text in CSV. */
+export const EXPORT_COLUMNS: Array<[string, (v: ScoreView) => Cell | object]> = [
+  ['id', (v) => v.protocol.id],
+  ['slug', (v) => v.protocol.slug],
+  ['name', (v) => v.protocol.name],
+  ['category', (v) => v.protocol.category],
+  ['active', (v) => v.protocol.active],
+  ['description', (v) => v.protocol.description],
+  ['token_symbol', (v) => v.protocol.tokenSymbol],
+  ['issuer', (v) => v.protocol.issuer],
+  ['jurisdiction', (v) => v.protocol.jurisdiction],
+  ['regulatory_status', (v) => v.protocol.regulatoryStatus],
+  ['custodian', (v) => v.protocol.custodian],
+  ['qualified_custodian', (v) => v.protocol.qualifiedCustodian],
+  ['auditor', (v) => v.protocol.auditor ?? null],
+  ['governance_model', (v) => v.protocol.governanceModel],
+  ['governance_maturity', (v) => v.protocol.governanceMaturity],
+  ['chains', (v) => v.protocol.chains],
+  ['token_standard', (v) => v.protocol.tokenStandard],
+  ['redemption_frequency', (v) => v.protocol.redemptionFrequency],
+  ['notice_period_days', (v) => v.protocol.noticePeriodDays],
+  ['redemption_gates', (v) => v.protocol.redemptionGates],
+  ['minimum_investment_usd', (v) => v.protocol.minimumInvestmentUsd],
+  ['yield_pct', (v) => v.protocol.yieldPct],
+  ['yield_attribution', (v) => v.protocol.yieldAttribution],
+  ['launch_date', (v) => v.protocol.launchDate],
+  ['kyc_required', (v) => v.protocol.kycRequired],
+  ['accredited_only', (v) => v.protocol.accreditedOnly],
+  ['sanctions_screening', (v) => v.protocol.sanctionsScreening],
+  ['transfer_restrictions', (v) => v.protocol.transferRestrictions],
+  ['regulatory_filings', (v) => v.protocol.regulatoryFilings],
+  ['website', (v) => v.protocol.website ?? null],
+  ['aum_usd', (v) => v.protocol.aumUsd],
+  ['currency', () => 'USD'],
+  ['liquidity_score', (v) => v.score],
+  ['liquidity_tier', (v) => v.tier],
+  ['component_aum', (v) => v.components.aum],
+  ['component_redemption', (v) => v.components.redemption],
+  ['component_volume', (v) => v.components.volume],
+  ['component_issuer', (v) => v.components.issuer],
+  ['component_jurisdiction', (v) => v.components.jurisdiction],
+  ['penalty_total', (v) => Math.round(v.penalties.reduce((s, p) => s + p.points, 0) * 100) / 100],
+  ['confidence', (v) => v.confidence.level],
+  ['as_of', (v) => v.asOf],
+  ['data_date', (v) => v.dataDate],
+  ['audit_id', (v) => v.auditId],
+  ['methodology_version', (v) => v.methodologyVersion],
+  ['profile_id', (v) => v.profileId],
+];
+
+export function exportRow(v: ScoreView): Record<string, unknown> {
+  return Object.fromEntries(EXPORT_COLUMNS.map(([name, get]) => [name, get(v)]));
+}
+
+/** RFC 4180: quote fields holding a comma, quote, CR or LF; double embedded quotes. */
+export function csvField(value: unknown): string {
+  const text =
+    value === null || value === undefined
+      ? ''
+      : typeof value === 'object'
+        ? JSON.stringify(value)
+        : String(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+const PAGE = 100;
+
+async function* rows(
+  em: EntityManager,
+  scoring: Scoring,
+  now: Date,
+): AsyncGenerator<Record<string, unknown>> {
+  for (let offset = 0; ; offset += PAGE) {
+    const { items } = await latestScores(em, scoring, { offset, limit: PAGE }, now);
+    for (const v of items) yield exportRow(v);
+    em.clear();
+    if (items.length < PAGE) return;
+  }
+}
+
+async function* csv(source: AsyncGenerator<Record<string, unknown>>): AsyncGenerator<string> {
+  yield EXPORT_COLUMNS.map(([name]) => name).join(',') + '\r\n';
+  for await (const row of source) yield Object.values(row).map(csvField).join(',') + '\r\n';
+}
+
+async function* json(source: AsyncGenerator<Record<string, unknown>>): AsyncGenerator<string> {
+  let first = true;
+  yield '[';
+  for await (const row of source) {
+    yield (first ? '' : ',') + JSON.stringify(row);
+    first = false;
+  }
+  yield ']';
+}
+
+export function registerExport(app: FastifyInstance, services: AppServices): void {
+  for (const url of ['/v1/export', '/api/v1/export']) {
+    app.get(url, { config: { audit: 'GET /v1/export' } }, async (request: FastifyRequest, reply) => {
+      const principal = await authorizeField(services, request, reply, 'Query.exportRows');
+      const query = request.query as Record<string, string | undefined>;
+      const format = (query.format ?? 'json').toLowerCase();
+      if (format !== 'csv' && format !== 'json')
+        throw badInput('format', `must be csv or json (got '${query.format}')`);
+      const em = services.db.em();
+      const scoring = await scoringFor(em, principal, query.profile_id);
+      const date = services.clock.now().toISOString().slice(0, 10);
+      reply
+        .header(
+          'content-type',
+          format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/json; charset=utf-8',
+        )
+        .header('content-disposition', `attachment; filename="tidegate-liquidity-${date}.${format}"`);
+      const source = rows(em, scoring, services.clock.now());
+      return reply.send(Readable.from(format === 'csv' ? csv(source) : json(source)));
+    });
+  }
+}

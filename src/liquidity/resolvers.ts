@@ -1,0 +1,327 @@
+import { Arg, Args, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
+import type { GatewayContext } from '../gateway/context.js';
+import { requirePrincipal } from '../gateway/context.js';
+import { toConnection, toPage, type Page } from '../gateway/connection.js';
+import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
+import { badInput } from '../kernel/errors.js';
+import { Plan } from '../kernel/plans.js';
+import { LiquidityTier, Protocol, type ScoringProfile, type Watchlist } from './entities.js';
+import { ingestMetrics } from './ingest.js';
+import { createProfile, deleteProfile, listProfiles, profileChanges, updateProfile } from './profiles.js';
+import * as liquidity from './service.js';
+import {
+  Backtest,
+  IngestFormatEnum,
+  IngestResultType,
+  ListArgs,
+  Market,
+  PenaltyKind,
+  ProtocolArgs,
+  ProtocolConnection,
+  Score,
+  ScoreAuditRecord,
+  ScoreConnection,
+  ScoreHistory,
+  ScoringProfileChangeType,
+  ScoringProfileConnection,
+  ScoringProfileInput,
+  ScoringProfileType,
+  Trajectory,
+  WatchlistAlertConnection,
+  WatchlistInputType,
+  WatchlistType,
+} from './types.js';
+import {
+  getWatchlist,
+  listAlerts,
+  removeFromWatchlist,
+  updateWatchlist,
+  type WatchlistView,
+} from './watchlists.js';
+
+/** `first`/`after` as everywhere, or `offset` for REST-style paging. */
+export function pageOf(args: ListArgs): Page {
+  const page = toPage(args);
+  if (args.offset === undefined || args.offset === null) return page;
+  if (args.after) throw badInput('offset', 'give either offset or after, not both');
+  if (!Number.isInteger(args.offset) || args.offset < 0)
+    throw badInput('offset', `must be 0 or more (got ${args.offset})`);
+  return { limit: page.limit, offset: args.offset };
+}
+
+export function toScore(v: liquidity.ScoreView): Score {
+  return {
+    protocolId: v.protocol.id,
+    slug: v.protocol.slug,
+    name: v.protocol.name,
+    protocol: v.protocol,
+    score: v.score,
+    tier: v.tier as LiquidityTier,
+    components: v.components,
+    penalties: v.penalties.map((p) => ({
+      kind: p.name.toUpperCase() as PenaltyKind,
+      points: p.points,
+      cap: p.cap,
+    })),
+    weights: v.weights,
+    confidence: v.confidence as Score['confidence'],
+    auditId: v.auditId,
+    asOf: v.asOf,
+    dataDate: v.dataDate,
+    methodologyVersion: v.methodologyVersion,
+    profileId: v.profileId,
+  };
+}
+
+function toWatchlist(v: WatchlistView): WatchlistType {
+  const w: Watchlist = v.watchlist;
+  return {
+    id: v.persisted ? w.id : null,
+    scoreChangeThreshold: w.scoreChangeThreshold,
+    tierShift: w.tierShift,
+    aumChangePct: w.aumChangePct,
+    complianceEvents: w.complianceEvents,
+    protocols: v.protocols,
+  };
+}
+
+function toProfile(p: ScoringProfile): ScoringProfileType {
+  return {
+    id: p.id,
+    name: p.name,
+    weights: p.weights,
+    penaltyCaps: p.penaltyCaps,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+  };
+}
+
+@Resolver()
+export class LiquidityResolver {
+  @Query(() => ProtocolConnection, { description: 'Active protocols, by slug, with filters.' })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async protocols(@Args(() => ProtocolArgs) args: ProtocolArgs, @Ctx() ctx: GatewayContext) {
+    const page = pageOf(args);
+    const { items, total } = await liquidity.listProtocols(ctx.em, args, page);
+    return toConnection(items, total, page);
+  }
+
+  @Query(() => Protocol, {
+    nullable: true,
+    description: 'The full profile of one protocol; null when the slug is unknown.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async protocol(@Arg('slug', () => String) slug: string, @Ctx() ctx: GatewayContext) {
+    return liquidity.protocolBySlug(ctx.em, slug);
+  }
+
+  @Query(() => ScoreConnection, {
+    description:
+      'Latest score of every active protocol, by slug; under a scoring profile when profileId is given.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async scores(
+    @Args(() => ListArgs) args: ListArgs,
+    @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    const page = pageOf(args);
+    const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
+    const { items, total } = await liquidity.latestScores(ctx.em, scoring, page, ctx.services.clock.now());
+    return toConnection(items.map(toScore), total, page);
+  }
+
+  @Query(() => Score, {
+    nullable: true,
+    description: 'Latest score of one protocol; null when the slug is unknown.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async score(
+    @Arg('slug', () => String) slug: string,
+    @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
+    const view = await liquidity.scoreOf(ctx.em, slug, scoring, ctx.services.clock.now());
+    return view ? toScore(view) : null;
+  }
+
+  @Query(() => ScoreAuditRecord, {
+    nullable: true,
+    description: 'The inputs, weights and caps behind an audit id (default methodology scores).',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async scoreAudit(@Arg('auditId', () => String) auditId: string, @Ctx() ctx: GatewayContext) {
+    const view = await liquidity.scoreAudit(ctx.em, auditId);
+    if (!view) return null;
+    return {
+      auditId: view.auditId,
+      methodologyVersion: view.methodologyVersion,
+      inputs: view.inputs,
+      weights: view.weights,
+      penaltyCaps: view.caps,
+      result: toScore(view),
+    };
+  }
+
+  @Query(() => ScoreHistory, {
+    nullable: true,
+    description: 'The last 30 daily scores and the trajectory; null when the slug is unknown.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async scoreHistory(
+    @Arg('slug', () => String) slug: string,
+    @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
+    const h = await liquidity.scoreHistory(ctx.em, slug, scoring, ctx.services.clock.now());
+    if (!h) return null;
+    return {
+      slug: h.protocol.slug,
+      profileId: h.profileId,
+      trajectory: h.trajectory as Trajectory,
+      trend: h.trend,
+      points: h.points,
+    };
+  }
+
+  @Query(() => Backtest, { description: 'Methodology backtest over stored history; lookback 7–365 days.' })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async backtest(
+    @Arg('lookback', () => Int, { defaultValue: 90 }) lookback: number,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    return liquidity.backtest(ctx.em, lookback);
+  }
+
+  @Query(() => Market, {
+    description: 'Market aggregates and the five composite indices, optionally for one category.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async market(
+    @Arg('category', () => String, { nullable: true }) category: string | null,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    const m = await liquidity.market(ctx.em, category);
+    return { ...m, totalAumUsd: m.totalAumUsd.toFixed(2), currency: 'USD' };
+  }
+
+  @Query(() => WatchlistType, { description: "The caller's watchlist (defaults until first changed)." })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async watchlist(@Ctx() ctx: GatewayContext) {
+    return toWatchlist(await getWatchlist(ctx.em, requirePrincipal(ctx), ctx.services.clock));
+  }
+
+  @Query(() => WatchlistAlertConnection, {
+    description: 'Alerts raised for the caller’s watchlist, newest first.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  async watchlistAlerts(@Args(() => ListArgs) args: ListArgs, @Ctx() ctx: GatewayContext) {
+    const page = pageOf(args);
+    const { items, total } = await listAlerts(ctx.em, requirePrincipal(ctx), page);
+    return toConnection(items, total, page);
+  }
+
+  @Mutation(() => WatchlistType, { description: 'Adds protocols and/or changes alert thresholds.' })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('write:watchlists')
+  async updateWatchlist(
+    @Arg('input', () => WatchlistInputType) input: WatchlistInputType,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    return toWatchlist(await updateWatchlist(ctx.em, requirePrincipal(ctx), ctx.services.clock, input));
+  }
+
+  @Mutation(() => Boolean, { description: 'Removes a protocol from the watchlist.' })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('write:watchlists')
+  async removeFromWatchlist(@Arg('slug', () => String) slug: string, @Ctx() ctx: GatewayContext) {
+    return removeFromWatchlist(ctx.em, requirePrincipal(ctx), slug);
+  }
+
+  @Query(() => ScoringProfileConnection)
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('read:liquidity')
+  async scoringProfiles(@Args(() => ListArgs) args: ListArgs, @Ctx() ctx: GatewayContext) {
+    const page = pageOf(args);
+    const { items, total } = await listProfiles(ctx.em, requirePrincipal(ctx), page);
+    return toConnection(items.map(toProfile), total, page);
+  }
+
+  @Query(() => [ScoringProfileChangeType], {
+    description: 'The audit log of one scoring profile: every create, update and delete.',
+  })
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('read:liquidity')
+  async scoringProfileChanges(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext) {
+    return profileChanges(ctx.em, requirePrincipal(ctx), id);
+  }
+
+  @Mutation(() => ScoringProfileType)
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('write:scoring_profiles')
+  async createScoringProfile(
+    @Arg('input', () => ScoringProfileInput) input: ScoringProfileInput,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    return toProfile(await createProfile(ctx.em, requirePrincipal(ctx), ctx.services.clock, input));
+  }
+
+  @Mutation(() => ScoringProfileType)
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('write:scoring_profiles')
+  async updateScoringProfile(
+    @Arg('id', () => ID) id: string,
+    @Arg('input', () => ScoringProfileInput) input: ScoringProfileInput,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    return toProfile(await updateProfile(ctx.em, requirePrincipal(ctx), ctx.services.clock, id, input));
+  }
+
+  @Mutation(() => Boolean)
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('write:scoring_profiles')
+  async deleteScoringProfile(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext) {
+    return deleteProfile(ctx.em, requirePrincipal(ctx), ctx.services.clock, id);
+  }
+
+  @Query(() => ScoreConnection, {
+    description:
+      'Bulk export: every protocol field with its score. GET /v1/export streams the same rows as CSV or JSON.',
+  })
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('export:liquidity')
+  async exportRows(
+    @Args(() => ListArgs) args: ListArgs,
+    @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    return this.scores(args, profileId, ctx);
+  }
+
+  @Mutation(() => IngestResultType, {
+    description: 'Ingests daily metrics (CSV or JSON text); the same service as `tidegate liquidity ingest`.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('admin')
+  async ingestLiquidityMetrics(
+    @Arg('format', () => IngestFormatEnum) format: IngestFormatEnum,
+    @Arg('data', () => String) data: string,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    const result = await ingestMetrics(ctx.em, ctx.services.clock, data, format);
+    await ctx.services.events.publish(result.events);
+    return { ...result, events: result.events.length };
+  }
+}
