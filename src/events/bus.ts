@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AppServices, DomainEvent, EventPublisher } from '../gateway/context.js';
+
+export type EventListener = (event: DomainEvent) => void;
+
+/**
+ * The one event bus. `publish` takes events that are already committed and hands them to every
+ * listener of every gateway process; listeners run synchronously and must not throw.
+ */
+export interface EventBus extends EventPublisher {
+  /** Returns the function that removes the listener. */
+  subscribe(listener: EventListener): () => void;
+  /** Hands events to this process's listeners only (facts every process finds out for itself). */
+  deliverLocally(events: DomainEvent[]): void;
+  /** Listeners in this process: every live subscription is one (tests and the bench wait on it). */
+  readonly listenerCount: number;
+  close(): Promise<void>;
+}
+
+/** Delivers to the listeners of this process only. */
+export class LocalEventBus implements EventBus {
+  private readonly listeners = new Set<EventListener>();
+
+  constructor(private readonly logger?: FastifyBaseLogger) {}
+
+  async publish(events: DomainEvent[]): Promise<void> {
+    this.deliverLocally(events);
+  }
+
+  /** Runs every listener for every event; a failing listener never stops the others. */
+  deliverLocally(events: DomainEvent[]): void {
+    for (const event of events) {
+      for (const listener of this.listeners) {
+        try {
+          listener(event);
+        } catch (e) {
+          this.logger?.error({ err: e, eventType: event.type }, 'event listener failed');
+        }
+      }
+    }
+  }
+
+  subscribe(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+  }
+}
+
+interface WireMessage {
+  origin: string;
+  events: Array<Omit<DomainEvent, 'occurredAt'> & { occurredAt: string }>;
+}
+
+/**
+ * Redis pub/sub fan-out. Local listeners get events at once (no round trip, and still when Redis
+ * is briefly down); other processes get them through the channel and skip their own messages.
+ * Pub/sub is fire-and-forget: live feeds may miss events while a process is disconnected, which
+ * is why webhooks work from the durable `events` table, not from the bus.
+ */
+export class RedisEventBus implements EventBus {
+  private readonly local: LocalEventBus;
+  private readonly origin = randomUUID();
+  private readonly publisher: Redis;
+  private readonly subscriber: Redis;
+  private readonly channel: string;
+
+  private constructor(
+    url: string,
+    prefix: string,
+    private readonly logger: FastifyBaseLogger,
+  ) {
+    this.local = new LocalEventBus(logger);
+    this.channel = `${prefix}:events`;
+    this.publisher = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+    this.subscriber = new Redis(url, { lazyConnect: true });
+    for (const client of [this.publisher, this.subscriber]) {
+      client.on('error', (e: Error) => logger.warn({ err: e }, 'redis event bus connection error'));
+    }
+    this.subscriber.on('message', (_channel: string, raw: string) => this.receive(raw));
+  }
+
+  static async connect(url: string, prefix: string, logger: FastifyBaseLogger): Promise<RedisEventBus> {
+    const bus = new RedisEventBus(url, prefix, logger);
+    await bus.publisher.connect();
+    await bus.subscriber.connect();
+    await bus.subscriber.subscribe(bus.channel);
+    return bus;
+  }
+
+  async publish(events: DomainEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    this.local.deliverLocally(events);
+    const message: WireMessage = {
+      origin: this.origin,
+      events: events.map((e) => ({ ...e, occurredAt: e.occurredAt.toISOString() })),
+    };
+    try {
+      await this.publisher.publish(this.channel, JSON.stringify(message));
+    } catch (e) {
+      // The change is committed and its webhooks are in the outbox; only other processes' live feeds miss it.
+      this.logger.error({ err: e }, 'could not publish events to redis');
+    }
+  }
+
+  private receive(raw: string): void {
+    let message: WireMessage;
+    try {
+      message = JSON.parse(raw) as WireMessage;
+    } catch {
+      return;
+    }
+    if (message.origin === this.origin || !Array.isArray(message.events)) return;
+    this.local.deliverLocally(message.events.map((e) => ({ ...e, occurredAt: new Date(e.occurredAt) })));
+  }
+
+  subscribe(listener: EventListener): () => void {
+    return this.local.subscribe(listener);
+  }
+
+  deliverLocally(events: DomainEvent[]): void {
+    this.local.deliverLocally(events);
+  }
+
+  get listenerCount(): number {
+    return this.local.listenerCount;
+  }
+
+  async close(): Promise<void> {
+    await this.local.close();
+    this.subscriber.disconnect();
+    await this.publisher.quit().catch(() => this.publisher.disconnect());
+  }
+}
+
+export async function createEventBus(services: Pick<AppServices, 'config' | 'logger'>): Promise<EventBus> {
+  const { redisUrl, redisPrefix } = services.config;
+  return redisUrl
+    ? RedisEventBus.connect(redisUrl, redisPrefix, services.logger)
+    : new LocalEventBus(services.logger);
+}
+
+/**
+ * `services.events` is typed as a publisher so domains can only publish; the live layer installs
+ * the bus there and finds it again through this registry.
+ */
+const installed = new WeakMap<AppServices, EventBus>();
+
+export function installEventBus(services: AppServices, bus: EventBus): void {
+  installed.set(services, bus);
+  services.events = bus;
+}
+
+export function eventBusOf(services: AppServices): EventBus | undefined {
+  return installed.get(services);
+}

@@ -1,0 +1,81 @@
+import type { CliCommand } from '../kernel/cli-command.js';
+import {
+  EventRecord,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEndpointStatus,
+} from './entities.js';
+
+export const eventsCommands: CliCommand[] = [
+  {
+    name: 'webhooks list',
+    description: 'List webhook endpoints (all accounts, or one), with status and why any was disabled',
+    usage: '[--account ID] [--disabled] [--json]',
+    options: { account: { type: 'string' }, disabled: { type: 'boolean' }, json: { type: 'boolean' } },
+    async run({ db }, { options }) {
+      const endpoints = await db.em().find(
+        WebhookEndpoint,
+        {
+          ...(typeof options.account === 'string' ? { accountId: options.account } : {}),
+          ...(options.disabled ? { status: WebhookEndpointStatus.DISABLED } : {}),
+        },
+        { orderBy: { createdAt: 'asc', id: 'asc' } },
+      );
+      const rows = endpoints.map((e) => ({
+        id: e.id,
+        account_id: e.accountId,
+        domain: e.domain,
+        url: e.url,
+        event_types: e.eventTypes,
+        status: e.status,
+        disabled_reason: e.disabledReason ?? null,
+        consecutive_failures: e.consecutiveFailures,
+      }));
+      const text =
+        rows.length === 0
+          ? 'No webhook endpoints'
+          : rows
+              .map(
+                (r) =>
+                  `${r.id}  ${r.domain.padEnd(9)} ${r.status.padEnd(8)} ${r.url}  [${r.event_types.join(', ')}]${r.disabled_reason ? `\n    ${r.disabled_reason}` : ''}`,
+              )
+              .join('\n');
+      return { json: { endpoints: rows }, text };
+    },
+  },
+  {
+    name: 'outbox status',
+    description: 'Webhook outbox backlog: events not yet dispatched, deliveries pending / failed / delivered',
+    usage: '[--json]',
+    options: { json: { type: 'boolean' } },
+    async run({ db }) {
+      const em = db.em();
+      const [undispatched, pending, failed, delivered] = await Promise.all([
+        em.count(EventRecord, { dispatchedAt: null }),
+        em.count(WebhookDelivery, { status: WebhookDeliveryStatus.PENDING }),
+        em.count(WebhookDelivery, { status: WebhookDeliveryStatus.FAILED }),
+        em.count(WebhookDelivery, { status: WebhookDeliveryStatus.DELIVERED }),
+      ]);
+      const oldest = await em.findOne(
+        WebhookDelivery,
+        { status: WebhookDeliveryStatus.PENDING },
+        { orderBy: { createdAt: 'asc' } },
+      );
+      const json = {
+        undispatched_events: undispatched,
+        pending,
+        failed,
+        delivered,
+        oldest_pending_at: oldest?.createdAt.toISOString() ?? null,
+      };
+      const text = [
+        `Events not yet dispatched: ${undispatched}`,
+        `Deliveries pending:        ${pending}${oldest ? ` (oldest queued ${oldest.createdAt.toISOString()})` : ''}`,
+        `Deliveries failed:         ${failed}`,
+        `Deliveries delivered:      ${delivered}`,
+      ].join('\n');
+      return { json, text };
+    },
+  },
+];

@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { WebhookDomain } from './catalog.js';
+
+/**
+ * The durable record of a domain event, written in the same transaction as the change that
+ * caused it. This table is the webhook outbox: the dispatcher turns each row into one delivery
+ * per matching endpoint, so a committed change is never without its webhooks; the live bus is
+ * fed after commit.
+ */
+@Entity({ tableName: 'events' })
+@Index({ properties: ['accountId', 'occurredAt'] })
+export class EventRecord {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  /** e.g. `tier_change`, `port_call.status_changed`. */
+  @Property({ type: 'string', length: 64 })
+  type!: string;
+
+  @Property({ type: 'datetime', index: true })
+  occurredAt!: Date;
+
+  /** The tenant the event belongs to; null for market-wide events (liquidity scores). */
+  @Property({ type: 'uuid', nullable: true })
+  accountId?: string | null;
+
+  @Property({ type: 'json' })
+  payload!: Record<string, unknown>;
+
+  /** When the outbox dispatcher created this event's webhook deliveries; null = not yet. */
+  @Property({ type: 'datetime', nullable: true, index: true })
+  dispatchedAt?: Date | null;
+}
+
+export enum WebhookEndpointStatus {
+  ACTIVE = 'ACTIVE',
+  DISABLED = 'DISABLED',
+}
+registerEnumType(WebhookEndpointStatus, { name: 'WebhookEndpointStatus' });
+
+export enum WebhookDeliveryStatus {
+  PENDING = 'PENDING',
+  DELIVERED = 'DELIVERED',
+  FAILED = 'FAILED',
+}
+registerEnumType(WebhookDeliveryStatus, {
+  name: 'WebhookDeliveryStatus',
+  description: 'PENDING (queued or retrying), DELIVERED (a 2xx answer), FAILED (every attempt failed).',
+});
+
+@ObjectType({ description: 'A URL that receives signed webhook deliveries for chosen event types.' })
+@Entity({ tableName: 'webhook_endpoints' })
+@Index({ properties: ['accountId', 'domain'] })
+export class WebhookEndpoint {
+  @Field(() => ID)
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'uuid' })
+  accountId!: string;
+
+  @Field(() => WebhookDomain)
+  @Enum({ items: () => WebhookDomain })
+  domain!: WebhookDomain;
+
+  @Field(() => String)
+  @Property({ type: 'string', length: 2048 })
+  url!: string;
+
+  @Field(() => String, { nullable: true })
+  @Property({ type: 'string', length: 200, nullable: true })
+  description?: string | null;
+
+  @Field(() => [String])
+  @Property({ type: 'json' })
+  eventTypes: string[] = [];
+
+  /**
+   * The signing secret. Kept as-is (not hashed) because every delivery must compute an HMAC
+   * with it; it is never returned after creation. See README "Secrets".
+   */
+  @Property({ type: 'string', length: 128, hidden: true })
+  secret!: string;
+
+  @Field(() => String, { description: 'The first characters of the signing secret, to tell secrets apart.' })
+  @Property({ type: 'string', length: 16 })
+  secretPrefix!: string;
+
+  @Field(() => WebhookEndpointStatus)
+  @Enum({ items: () => WebhookEndpointStatus })
+  status: WebhookEndpointStatus = WebhookEndpointStatus.ACTIVE;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'Why the endpoint was disabled (set by the deliverer).',
+  })
+  @Property({ type: 'string', length: 500, nullable: true })
+  disabledReason?: string | null;
+
+  @Field(() => Date, { nullable: true })
+  @Property({ type: 'datetime', nullable: true })
+  disabledAt?: Date | null;
+
+  @Field(() => Int, { description: 'Failed attempts since the last successful delivery.' })
+  @Property({ type: 'integer' })
+  consecutiveFailures = 0;
+
+  @Field(() => Date)
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+@ObjectType({
+  description: 'One event on its way to one endpoint: the delivery log entry, with its retries.',
+})
+@Entity({ tableName: 'webhook_deliveries' })
+@Unique({ properties: ['endpoint', 'eventId'] })
+@Index({ properties: ['status', 'nextAttemptAt'] })
+export class WebhookDelivery {
+  @Field(() => ID)
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne({ entity: () => WebhookEndpoint, deleteRule: 'cascade' })
+  endpoint!: WebhookEndpoint;
+
+  @Field(() => ID, {
+    description: 'The event id: the `id` of the payload, stable across retries and redeliveries.',
+  })
+  @Property({ type: 'uuid' })
+  eventId!: string;
+
+  @Field(() => String)
+  @Property({ type: 'string', length: 64 })
+  eventType!: string;
+
+  @Field(() => WebhookDeliveryStatus)
+  @Enum({ items: () => WebhookDeliveryStatus })
+  status: WebhookDeliveryStatus = WebhookDeliveryStatus.PENDING;
+
+  @Field(() => Int)
+  @Property({ type: 'integer' })
+  attempts = 0;
+
+  @Field(() => Date, { nullable: true, description: 'When the next attempt is due (PENDING only).' })
+  @Property({ type: 'datetime', nullable: true })
+  nextAttemptAt?: Date | null;
+
+  @Field(() => Date, { nullable: true })
+  @Property({ type: 'datetime', nullable: true })
+  lastAttemptAt?: Date | null;
+
+  @Field(() => Int, {
+    nullable: true,
+    description: 'HTTP status of the last attempt; null when no answer came.',
+  })
+  @Property({ type: 'integer', nullable: true })
+  lastStatusCode?: number | null;
+
+  @Field(() => String, { nullable: true })
+  @Property({ type: 'string', length: 500, nullable: true })
+  lastError?: string | null;
+
+  @Field(() => Date, { nullable: true })
+  @Property({ type: 'datetime', nullable: true })
+  deliveredAt?: Date | null;
+
+  /** A worker's claim: only the holder of this token delivers until leaseUntil. */
+  @Property({ type: 'uuid', nullable: true })
+  leaseToken?: string | null;
+
+  @Property({ type: 'datetime', nullable: true })
+  leaseUntil?: Date | null;
+
+  @Field(() => Date)
+  @Property({ type: 'datetime' })
+  createdAt!: Date;
+}
+
+export const eventEntities = [EventRecord, WebhookEndpoint, WebhookDelivery];

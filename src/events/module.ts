@@ -1,0 +1,85 @@
+import { ApiKey } from '../accounts/entities.js';
+import type { AppServices, DomainEvent } from '../gateway/context.js';
+import type { DomainModule } from '../gateway/module.js';
+import { createEventBus, installEventBus, type EventBus } from './bus.js';
+import { CREDENTIAL_REVOKED, webhookDomainOf } from './catalog.js';
+import { WebhookOutbox } from './outbox.js';
+import { eventsRestRoutes } from './rest.js';
+import { WebhookResolver } from './resolvers.js';
+import { LiveEventsResolver } from './subscriptions.js';
+
+interface Running {
+  bus: EventBus;
+  outbox: WebhookOutbox;
+  stopKeyWatch: () => void;
+}
+
+/** Per app instance (tests run several in one process), so not module-level singletons. */
+const running = new WeakMap<AppServices, Running>();
+
+/**
+ * API keys revoked (or whose expiry passed, e.g. the old key after a rotation's grace period) by
+ * any process or the CLI are noticed by every process with one cheap query per interval, and
+ * announced on the local bus as `credential.revoked` so subscriptions opened with them end (4403).
+ */
+function watchApiKeys(services: AppServices, bus: EventBus): () => void {
+  let since = services.clock.now();
+  const timer = setInterval(() => {
+    const now = services.clock.now();
+    const from = new Date(since.getTime() - 1_000);
+    since = now;
+    services.db
+      .em()
+      .find(
+        ApiKey,
+        { $or: [{ revokedAt: { $gte: from } }, { expiresAt: { $gte: from, $lte: now } }] },
+        { fields: ['id'] },
+      )
+      .then((keys) => {
+        const events: DomainEvent[] = keys.map((k) => ({
+          id: k.id,
+          type: CREDENTIAL_REVOKED,
+          occurredAt: now,
+          accountId: null,
+          payload: { credentialId: k.id },
+        }));
+        bus.deliverLocally(events);
+      })
+      .catch(() => {
+        // Database briefly unavailable: the next tick looks again (its window overlaps).
+      });
+  }, services.config.revocationPollMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+export const eventsModule: DomainModule = {
+  name: 'events',
+  resolvers: [LiveEventsResolver, WebhookResolver],
+  restRoutes: eventsRestRoutes,
+  async start(services) {
+    const bus = await createEventBus(services);
+    installEventBus(services, bus);
+    const outbox = new WebhookOutbox(services);
+    bus.subscribe((event) => {
+      if (event.type === CREDENTIAL_REVOKED) {
+        services.credentials.invalidateKey(
+          String((event.payload as { credentialId?: unknown }).credentialId),
+        );
+      } else if (webhookDomainOf(event.type)) {
+        // The events are committed already; deliver their webhooks now rather than at the next poll.
+        outbox.nudge();
+      }
+    });
+    if (services.config.webhookWorker) outbox.start();
+    running.set(services, { bus, outbox, stopKeyWatch: watchApiKeys(services, bus) });
+  },
+  async stop(services) {
+    const state = running.get(services);
+    if (!state) return;
+    running.delete(services);
+    state.stopKeyWatch();
+    await state.outbox.stop();
+    await state.bus.close();
+  },
+};

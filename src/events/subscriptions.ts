@@ -1,0 +1,454 @@
+import { Arg, Field, Float, ID, ObjectType, Resolver, Root, Subscription } from 'type-graphql';
+import { JSONObjectResolver } from 'graphql-scalars';
+import type { DomainEvent, GatewayContext } from '../gateway/context.js';
+import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
+import { AppError, badInput } from '../kernel/errors.js';
+import { Plan } from '../kernel/plans.js';
+import { eventBusOf } from './bus.js';
+import { liveEvents } from './live.js';
+
+/**
+ * Live feeds. Each subscription is a filtered view of the event bus: liquidity events are
+ * market-wide (accountId null) and go to every entitled caller; watchlist alerts and port-ops
+ * events carry their tenant's accountId and go to that account only.
+ */
+
+type Payload = Record<string, unknown>;
+type Args = Record<string, unknown>;
+
+const MAX_FILTER_VALUES = 100;
+
+function str(p: Payload, key: string): string {
+  const v = p[key];
+  return v === undefined || v === null ? '' : String(v);
+}
+function num(p: Payload, key: string): number {
+  return Number(p[key] ?? 0);
+}
+function date(p: Payload, key: string, fallback: Date): Date {
+  const v = p[key];
+  const d = typeof v === 'string' || typeof v === 'number' || v instanceof Date ? new Date(v) : fallback;
+  return Number.isNaN(d.getTime()) ? fallback : d;
+}
+
+function listFilter(args: Args, name: string): Set<string> | null {
+  const values = args[name] as string[] | null | undefined;
+  if (!values || values.length === 0) return null;
+  if (values.length > MAX_FILTER_VALUES)
+    throw badInput(name, `may name at most ${MAX_FILTER_VALUES} values (got ${values.length})`);
+  return new Set(values.map((v) => v.trim().toLowerCase()));
+}
+
+function optional(args: Args, name: string): string | null {
+  const value = args[name];
+  return typeof value === 'string' && value.trim() ? value.trim() : null;
+}
+
+/** Subscribes the caller to events of `types` that pass `accept`; tenant events only for their own account. */
+function subscribe(
+  context: GatewayContext,
+  types: readonly string[],
+  accept: (event: DomainEvent<Payload>) => boolean = () => true,
+) {
+  const bus = eventBusOf(context.services);
+  if (!bus) throw new AppError('SERVICE_UNAVAILABLE', 'Live events are not available on this gateway');
+  const accountId = context.principal?.accountId;
+  const wanted = new Set(types);
+  return liveEvents(
+    bus,
+    (event) =>
+      wanted.has(event.type) &&
+      (event.accountId === null || event.accountId === accountId) &&
+      accept(event as DomainEvent<Payload>),
+  );
+}
+
+interface SubscribeData {
+  args: Args;
+  context: GatewayContext;
+}
+
+function bySlug(args: Args): (event: DomainEvent<Payload>) => boolean {
+  const slugs = listFilter(args, 'slugs');
+  return (event) => !slugs || slugs.has(str(event.payload, 'slug').toLowerCase());
+}
+
+@ObjectType({ description: 'A protocol liquidity score moved (event `score_change`).' })
+export class ScoreChange {
+  @Field(() => ID, { description: 'Event id; the same id a webhook for this event carries.' })
+  eventId!: string;
+  @Field(() => Date)
+  occurredAt!: Date;
+  @Field(() => String)
+  slug!: string;
+  @Field(() => ID)
+  protocolId!: string;
+  @Field(() => Float)
+  previousScore!: number;
+  @Field(() => Float)
+  score!: number;
+  @Field(() => Float, { description: 'score − previousScore.' })
+  delta!: number;
+  @Field(() => String, { description: 'Audit trail id of the new score.' })
+  auditId!: string;
+  @Field(() => Date)
+  asOf!: Date;
+}
+
+@ObjectType({ description: 'A protocol moved to another liquidity tier (event `tier_change`).' })
+export class TierChange {
+  @Field(() => ID)
+  eventId!: string;
+  @Field(() => Date)
+  occurredAt!: Date;
+  @Field(() => String)
+  slug!: string;
+  @Field(() => ID)
+  protocolId!: string;
+  @Field(() => String)
+  previousTier!: string;
+  @Field(() => String)
+  tier!: string;
+  @Field(() => Float)
+  score!: number;
+  @Field(() => Date)
+  asOf!: Date;
+}
+
+@ObjectType({
+  description:
+    'A market-wide liquidity event (`aum_change`, `compliance_alert`, `data_stale`, `circuit_breaker`). `data` is the webhook payload of the event type.',
+})
+export class LiquidityEvent {
+  @Field(() => ID)
+  eventId!: string;
+  @Field(() => String)
+  type!: string;
+  @Field(() => Date)
+  occurredAt!: Date;
+  @Field(() => String)
+  slug!: string;
+  @Field(() => ID)
+  protocolId!: string;
+  @Field(() => Date)
+  asOf!: Date;
+  @Field(() => JSONObjectResolver)
+  data!: Payload;
+}
+
+@ObjectType({ description: "An alert on one of the caller's watchlists (event `watchlist_alert`)." })
+export class WatchlistAlertEvent {
+  @Field(() => ID)
+  eventId!: string;
+  @Field(() => Date)
+  occurredAt!: Date;
+  @Field(() => ID)
+  watchlistId!: string;
+  @Field(() => ID)
+  alertId!: string;
+  @Field(() => String)
+  kind!: string;
+  @Field(() => String)
+  slug!: string;
+  @Field(() => String)
+  message!: string;
+  @Field(() => Date)
+  asOf!: Date;
+}
+
+@ObjectType({
+  description: 'A port call was created or changed status (`port_call.created`, `port_call.status_changed`).',
+})
+export class PortCallUpdate {
+  @Field(() => ID)
+  eventId!: string;
+  @Field(() => String)
+  type!: string;
+  @Field(() => Date)
+  occurredAt!: Date;
+  @Field(() => ID)
+  portCallId!: string;
+  @Field(() => String, { description: 'The status after the change.' })
+  status!: string;
+  @Field(() => String, { nullable: true, description: 'The status before the change; null on creation.' })
+  previousStatus?: string | null;
+  @Field(() => JSONObjectResolver, { description: 'The webhook payload of the event.' })
+  data!: Payload;
+}
+
+@ObjectType({
+  description:
+    'A service order was created or changed status (`service_order.created`, `service_order.status_changed`).',
+})
+export class ServiceOrderUpdate {
+  @Field(() => ID)
+  eventId!: string;
+  @Field(() => String)
+  type!: string;
+  @Field(() => Date)
+  occurredAt!: Date;
+  @Field(() => ID)
+  serviceOrderId!: string;
+  @Field(() => ID)
+  portCallId!: string;
+  @Field(() => String)
+  status!: string;
+  @Field(() => String, { nullable: true })
+  previousStatus?: string | null;
+  @Field(() => JSONObjectResolver)
+  data!: Payload;
+}
+
+function toLiquidityEvent(event: DomainEvent<Payload>): LiquidityEvent {
+  const p = event.payload;
+  return {
+    eventId: event.id,
+    type: event.type,
+    occurredAt: event.occurredAt,
+    slug: str(p, 'slug'),
+    protocolId: str(p, 'protocolId'),
+    asOf: date(p, 'asOf', event.occurredAt),
+    data: p,
+  };
+}
+
+/** Creation events carry the whole record; status changes carry from/to. */
+function recordOf(event: DomainEvent<Payload>, key: string): Payload | null {
+  const record = event.payload[key];
+  return record && typeof record === 'object' ? (record as Payload) : null;
+}
+
+function portCallOf(event: DomainEvent<Payload>): PortCallUpdate {
+  const created = recordOf(event, 'portCall');
+  const p = event.payload;
+  return {
+    eventId: event.id,
+    type: event.type,
+    occurredAt: event.occurredAt,
+    portCallId: created ? str(created, 'id') : str(p, 'portCallId'),
+    status: created ? str(created, 'status') : str(p, 'to'),
+    previousStatus: created ? null : str(p, 'from') || null,
+    data: p,
+  };
+}
+
+function serviceOrderOf(event: DomainEvent<Payload>): ServiceOrderUpdate {
+  const created = recordOf(event, 'serviceOrder');
+  const p = event.payload;
+  return {
+    eventId: event.id,
+    type: event.type,
+    occurredAt: event.occurredAt,
+    serviceOrderId: created ? str(created, 'id') : str(p, 'serviceOrderId'),
+    portCallId: str(created ?? p, 'portCallId'),
+    status: created ? str(created, 'status') : str(p, 'to'),
+    previousStatus: created ? null : str(p, 'from') || null,
+    data: p,
+  };
+}
+
+function sameText(a: string, b: string | null): boolean {
+  return b === null || a.toUpperCase() === b.toUpperCase();
+}
+
+const slugsArg = {
+  nullable: true,
+  description: 'Only these protocols (by slug); all when omitted.',
+} as const;
+
+@Resolver()
+export class LiveEventsResolver {
+  @Subscription(() => ScoreChange, {
+    description: 'Score changes, optionally for some protocols and at least |minDelta| points.',
+    subscribe: ({ args, context }: SubscribeData) => {
+      const minDelta = args.minDelta as number | null | undefined;
+      if (minDelta !== null && minDelta !== undefined && !(minDelta >= 0))
+        throw badInput('minDelta', `must be zero or more (got ${minDelta})`);
+      const slug = bySlug(args);
+      return subscribe(
+        context,
+        ['score_change'],
+        (e) => slug(e) && Math.abs(num(e.payload, 'delta')) >= (minDelta ?? 0),
+      );
+    },
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  scoreChanged(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
+    @Arg('minDelta', () => Float, {
+      nullable: true,
+      description: 'Smallest absolute score change to report (default 0).',
+    })
+    _minDelta?: number | null,
+  ): ScoreChange {
+    const p = event.payload;
+    return {
+      eventId: event.id,
+      occurredAt: event.occurredAt,
+      slug: str(p, 'slug'),
+      protocolId: str(p, 'protocolId'),
+      previousScore: num(p, 'previousScore'),
+      score: num(p, 'score'),
+      delta: num(p, 'delta'),
+      auditId: str(p, 'auditId'),
+      asOf: date(p, 'asOf', event.occurredAt),
+    };
+  }
+
+  @Subscription(() => TierChange, {
+    description: 'Tier changes, optionally for some protocols.',
+    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['tier_change'], bySlug(args)),
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  tierChanged(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
+  ): TierChange {
+    const p = event.payload;
+    return {
+      eventId: event.id,
+      occurredAt: event.occurredAt,
+      slug: str(p, 'slug'),
+      protocolId: str(p, 'protocolId'),
+      previousTier: str(p, 'previousTier'),
+      tier: str(p, 'tier'),
+      score: num(p, 'score'),
+      asOf: date(p, 'asOf', event.occurredAt),
+    };
+  }
+
+  @Subscription(() => LiquidityEvent, {
+    description: 'AUM movements (`aum_change`).',
+    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['aum_change'], bySlug(args)),
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  aumChanged(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
+  ): LiquidityEvent {
+    return toLiquidityEvent(event);
+  }
+
+  @Subscription(() => LiquidityEvent, {
+    description: 'Stale-data warnings (`data_stale`).',
+    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['data_stale'], bySlug(args)),
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  dataStale(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
+  ): LiquidityEvent {
+    return toLiquidityEvent(event);
+  }
+
+  @Subscription(() => LiquidityEvent, {
+    description:
+      'Compliance alerts (`compliance_alert`). Professional plan or higher, like liquidity webhooks.',
+    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['compliance_alert'], bySlug(args)),
+  })
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('read:liquidity')
+  complianceAlerts(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
+  ): LiquidityEvent {
+    return toLiquidityEvent(event);
+  }
+
+  @Subscription(() => LiquidityEvent, {
+    description:
+      'Circuit-breaker trips (`circuit_breaker`). Professional plan or higher, like liquidity webhooks.',
+    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['circuit_breaker'], bySlug(args)),
+  })
+  @RequiresPlan(Plan.PROFESSIONAL)
+  @RequiresScopes('read:liquidity')
+  circuitBreakers(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
+  ): LiquidityEvent {
+    return toLiquidityEvent(event);
+  }
+
+  @Subscription(() => WatchlistAlertEvent, {
+    description: "Alerts on the caller's own watchlists, optionally one watchlist.",
+    subscribe: ({ args, context }: SubscribeData) => {
+      const watchlistId = optional(args, 'watchlistId');
+      return subscribe(
+        context,
+        ['watchlist_alert'],
+        (e) => watchlistId === null || str(e.payload, 'watchlistId') === watchlistId,
+      );
+    },
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('read:liquidity')
+  watchlistAlerts(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('watchlistId', () => ID, { nullable: true }) _watchlistId?: string | null,
+  ): WatchlistAlertEvent {
+    const p = event.payload;
+    return {
+      eventId: event.id,
+      occurredAt: event.occurredAt,
+      watchlistId: str(p, 'watchlistId'),
+      alertId: str(p, 'alertId'),
+      kind: str(p, 'kind'),
+      slug: str(p, 'slug'),
+      message: str(p, 'message'),
+      asOf: date(p, 'asOf', event.occurredAt),
+    };
+  }
+
+  @Subscription(() => PortCallUpdate, {
+    description:
+      "Port calls of the caller's account created or changing status; optionally one port call and/or one new status.",
+    subscribe: ({ args, context }: SubscribeData) => {
+      const status = optional(args, 'status');
+      const portCallId = optional(args, 'portCallId');
+      return subscribe(context, ['port_call.created', 'port_call.status_changed'], (e) => {
+        const update = portCallOf(e);
+        return sameText(update.status, status) && (portCallId === null || update.portCallId === portCallId);
+      });
+    },
+  })
+  @RequiresScopes('read:port_calls')
+  portCallUpdated(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('status', () => String, { nullable: true, description: 'Only changes into this status.' })
+    _status?: string | null,
+    @Arg('portCallId', () => ID, { nullable: true }) _portCallId?: string | null,
+  ): PortCallUpdate {
+    return portCallOf(event);
+  }
+
+  @Subscription(() => ServiceOrderUpdate, {
+    description: "Service orders of the caller's account created or changing status; optionally filtered.",
+    subscribe: ({ args, context }: SubscribeData) => {
+      const status = optional(args, 'status');
+      const serviceOrderId = optional(args, 'serviceOrderId');
+      const portCallId = optional(args, 'portCallId');
+      return subscribe(context, ['service_order.created', 'service_order.status_changed'], (e) => {
+        const update = serviceOrderOf(e);
+        return (
+          sameText(update.status, status) &&
+          (serviceOrderId === null || update.serviceOrderId === serviceOrderId) &&
+          (portCallId === null || update.portCallId === portCallId)
+        );
+      });
+    },
+  })
+  @RequiresScopes('read:service_orders')
+  serviceOrderUpdated(
+    @Root() event: DomainEvent<Payload>,
+    @Arg('status', () => String, { nullable: true }) _status?: string | null,
+    @Arg('serviceOrderId', () => ID, { nullable: true }) _serviceOrderId?: string | null,
+    @Arg('portCallId', () => ID, { nullable: true }) _portCallId?: string | null,
+  ): ServiceOrderUpdate {
+    return serviceOrderOf(event);
+  }
+}

@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createApiKey } from '../../src/accounts/service.js';
+import { systemClock } from '../../src/kernel/clock.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { describeWithPostgres, describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
+import { gql, rest } from '../helpers/server.js';
+import { startReceiver, wsSession, type Receiver, type WsSession } from './helpers.js';
+import { startGatewayProcess, type GatewayProcess } from './process.js';
+
+/** Reads the demo accounts and API keys a gateway prints once when it seeds an empty database. */
+function demoKeys(output: string): Record<string, { accountId: string; key: string }> {
+  const keys: Record<string, { accountId: string; key: string }> = {};
+  for (const match of output.matchAll(/^\s+(\w+)\s+account (\S+)\s+API key (tg_\S+)/gm))
+    keys[match[1]!.toUpperCase()] = { accountId: match[2]!, key: match[3]! };
+  return keys;
+}
+
+describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () => {
+  describeWithRedis('with Redis fan-out', () => {
+    let database: TestDatabase;
+    let a: GatewayProcess;
+    let b: GatewayProcess;
+    let keys: Record<string, { accountId: string; key: string }>;
+    let receiver: Receiver;
+    const sessions: WsSession[] = [];
+    beforeAll(async () => {
+      receiver = await startReceiver();
+      database = await createTestDatabase('postgresql');
+      const env = {
+        DATABASE_URL: database.url,
+        REDIS_URL: TEST_REDIS_URL!,
+        REDIS_PREFIX: `tidegate-test-${randomBytes(4).toString('hex')}`,
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+      };
+      a = await startGatewayProcess({ ...env, DEMO_SEED: 'true' });
+      b = await startGatewayProcess({ ...env, DEMO_SEED: 'false' });
+      keys = demoKeys(a.output());
+    }, 120_000);
+    afterAll(async () => {
+      for (const s of sessions) await s.dispose();
+      await a?.stop();
+      await b?.stop();
+      await receiver?.close();
+      await database?.drop();
+    });
+
+    it('an ingestion on B that moves a protocol across a tier boundary reaches a tierChanged subscriber on A within a second', async () => {
+      const analyst = keys.ANALYST!.key;
+      const listed = await gql(
+        b.url,
+        '{ protocols(first: 1) { nodes { slug liquidityTier liquidityScore } } }',
+        { key: analyst },
+      );
+      expect(listed.body.errors, JSON.stringify(listed.body)).toBeUndefined();
+      const protocol = (
+        listed.body.data!.protocols as { nodes: Array<{ slug: string; liquidityTier: string }> }
+      ).nodes[0]!;
+      // Ingestion is an operator action (admin scope): the operator's key.
+      const { secret: admin } = await createApiKey(
+        database.db.em(),
+        systemClock,
+        { maxActiveKeys: 100, rotationGraceMs: 0 },
+        { accountId: keys.INSTITUTIONAL!.accountId, scopes: 'admin' },
+      );
+
+      const session = wsSession(a.url, { apiKey: analyst });
+      sessions.push(session);
+      const sub = session.subscribe(
+        'subscription($slugs: [String!]) { tierChanged(slugs: $slugs) { eventId slug previousTier tier } }',
+        { slugs: [protocol.slug] },
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      expect(sub.errors).toEqual([]);
+
+      // A collapse of assets under management drags the score across at least one tier boundary.
+      const today = new Date().toISOString().slice(0, 10);
+      const ingested = await gql(
+        b.url,
+        'mutation($data: String!) { ingestLiquidityMetrics(format: CSV, data: $data) { events } }',
+        {
+          key: admin,
+          variables: {
+            data: `slug,date,aum_usd,volume_usd,holders,redemption_queue_usd,nav_deviation_bps\n${protocol.slug},${today},1000,0,1,1000,900\n`,
+          },
+        },
+      );
+      expect(ingested.body.errors, JSON.stringify(ingested.body)).toBeUndefined();
+      await sub.waitFor((s) => s.data.length >= 1, 1_000);
+      expect(sub.data[0]).toMatchObject({
+        tierChanged: { slug: protocol.slug, previousTier: protocol.liquidityTier },
+      });
+      expect((sub.data[0]!.tierChanged as { tier: string }).tier).not.toBe(protocol.liquidityTier);
+    });
+
+    it('a port-call status change on B reaches a portCallUpdated subscriber on A within a second', async () => {
+      const key = keys.INSTITUTIONAL!.key;
+      expect(key).toMatch(/^tg_/);
+      const session = wsSession(a.url, { apiKey: key });
+      sessions.push(session);
+      const sub = session.subscribe(
+        'subscription { portCallUpdated(status: "ARRIVED") { eventId type portCallId status previousStatus } }',
+      );
+      // The subscription is live once a ping-free round trip has passed; give the server a moment to register it.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(sub.errors).toEqual([]);
+
+      const created = await gql(
+        b.url,
+        'mutation($input: PortCallInput!) { createPortCall(input: $input) { id status } }',
+        {
+          key,
+          variables: {
+            input: {
+              vesselImo: '9074729',
+              portLocode: 'SGSIN',
+              voyageReference: 'SCALE-1',
+              eta: new Date(Date.now() + 86_400_000).toISOString(),
+            },
+          },
+        },
+      );
+      expect(created.body.errors, JSON.stringify(created.body)).toBeUndefined();
+      const id = (created.body.data!.createPortCall as { id: string }).id;
+      const moved = await gql(
+        b.url,
+        'mutation($id: ID!) { transitionPortCall(id: $id, status: ARRIVED) { id status } }',
+        { key, variables: { id } },
+      );
+      expect(moved.body.errors, JSON.stringify(moved.body)).toBeUndefined();
+      await sub.waitFor((s) => s.data.length >= 1, 1_000);
+      expect(sub.data[0]).toMatchObject({
+        portCallUpdated: {
+          type: 'port_call.status_changed',
+          portCallId: id,
+          status: 'ARRIVED',
+          previousStatus: 'SCHEDULED',
+        },
+      });
+    });
+
+    it('delivers each webhook once although both processes run the outbox worker', async () => {
+      const key = keys.PROFESSIONAL!.key;
+      const registered = await rest(a.url, '/v1/webhook-subscriptions', {
+        method: 'POST',
+        key,
+        body: { url: receiver.url, event_types: ['port_call.created', 'port_call.status_changed'] },
+      });
+      expect(registered.status, registered.text).toBe(201);
+      const eta = new Date(Date.now() + 86_400_000).toISOString();
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const target = i % 2 === 0 ? a : b;
+        const created = await gql(
+          target.url,
+          'mutation($input: PortCallInput!) { createPortCall(input: $input) { id } }',
+          {
+            key,
+            variables: {
+              input: { vesselImo: '9321483', portLocode: 'NLRTM', voyageReference: `ONCE-${i}`, eta },
+            },
+          },
+        );
+        expect(created.body.errors, JSON.stringify(created.body)).toBeUndefined();
+        ids.push((created.body.data!.createPortCall as { id: string }).id);
+      }
+      for (const id of ids) {
+        const moved = await gql(
+          b.url,
+          'mutation($id: ID!) { transitionPortCall(id: $id, status: ARRIVED) { id } }',
+          { key, variables: { id } },
+        );
+        expect(moved.body.errors, JSON.stringify(moved.body)).toBeUndefined();
+      }
+      await receiver.waitFor((r) => r.length >= 10, 20_000);
+      // Both workers poll every second; wait a few rounds for any duplicate to show up.
+      await new Promise((r) => setTimeout(r, 2_500));
+      const eventIds = receiver.received.map((r) => r.json.id);
+      expect(eventIds).toHaveLength(10);
+      expect(new Set(eventIds).size).toBe(10);
+    }, 60_000);
+  });
+});

@@ -1,0 +1,260 @@
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { revokeApiKey } from '../../src/accounts/service.js';
+import { eventBusOf } from '../../src/events/bus.js';
+import { describeEachDialect } from '../helpers/env.js';
+import { createKey, startTestServer, type TestServer } from '../helpers/server.js';
+import { commitEvents, scoreChange, tierChange, untilListening, wsSession } from './helpers.js';
+
+describeEachDialect('graphql-ws subscriptions', (dialect) => {
+  let server: TestServer;
+  const listeners = () => eventBusOf(server.app.services)!.listenerCount;
+  let idle = 0;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect, env: { REVOCATION_POLL: '1s' } });
+    idle = listeners();
+  });
+  afterAll(() => server?.close());
+  // Every test ends its sessions; wait until the server has dropped their listeners.
+  afterEach(() => untilListening(() => listeners() === idle));
+
+  it('streams tier and score changes, filtered by slug and minDelta', async () => {
+    const session = wsSession(server.url, { apiKey: server.key('ANALYST') });
+    const before = listeners();
+    const tiers = session.subscribe(
+      'subscription { tierChanged(slugs: ["alpha"]) { eventId slug previousTier tier score asOf } }',
+    );
+    const scores = session.subscribe(
+      'subscription($d: Float) { scoreChanged(minDelta: $d) { eventId slug delta score auditId } }',
+      { d: 2 },
+    );
+    await untilListening(() => listeners() >= before + 2);
+    const [alphaTier] = await commitEvents(server, [
+      tierChange('alpha'),
+      tierChange('beta'),
+      scoreChange('alpha', 1),
+      scoreChange('beta', -3),
+    ]);
+    await tiers.waitFor((s) => s.data.length >= 1);
+    await scores.waitFor((s) => s.data.length >= 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(tiers.data).toEqual([
+      {
+        tierChanged: {
+          eventId: alphaTier!.id,
+          slug: 'alpha',
+          previousTier: 'L1',
+          tier: 'L2',
+          score: 71.5,
+          asOf: '2026-01-01T00:00:00.000Z',
+        },
+      },
+    ]);
+    expect(scores.data).toEqual([
+      { scoreChanged: expect.objectContaining({ slug: 'beta', delta: -3, score: 67 }) },
+    ]);
+    await session.dispose();
+  });
+
+  it('sends port-call updates to the owning account only, filtered by status', async () => {
+    const own = server.demo.accounts.find((a) => a.plan === 'ANALYST')!;
+    const other = server.demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!;
+    const session = wsSession(server.url, { authorization: `Bearer ${own.apiKey}` });
+    const before = listeners();
+    const updates = session.subscribe(
+      'subscription { portCallUpdated(status: "ARRIVED") { type portCallId status previousStatus } }',
+    );
+    await untilListening(() => listeners() >= before + 1, 5_000, updates);
+    await commitEvents(server, [
+      {
+        type: 'port_call.status_changed',
+        accountId: other.accountId,
+        payload: { portCallId: 'theirs', from: 'SCHEDULED', to: 'ARRIVED' },
+      },
+      {
+        type: 'port_call.status_changed',
+        accountId: own.accountId,
+        payload: { portCallId: 'mine', from: 'ARRIVED', to: 'BERTHED' },
+      },
+      {
+        type: 'port_call.created',
+        accountId: own.accountId,
+        payload: { portCall: { id: 'new', status: 'ARRIVED' } },
+      },
+      {
+        type: 'port_call.status_changed',
+        accountId: own.accountId,
+        payload: { portCallId: 'mine', from: 'SCHEDULED', to: 'ARRIVED' },
+      },
+    ]);
+    await updates.waitFor((s) => s.data.length >= 2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(updates.data).toEqual([
+      {
+        portCallUpdated: {
+          type: 'port_call.created',
+          portCallId: 'new',
+          status: 'ARRIVED',
+          previousStatus: null,
+        },
+      },
+      {
+        portCallUpdated: {
+          type: 'port_call.status_changed',
+          portCallId: 'mine',
+          status: 'ARRIVED',
+          previousStatus: 'SCHEDULED',
+        },
+      },
+    ]);
+    await session.dispose();
+  });
+
+  it('sends watchlist alerts and service-order updates to their own account only', async () => {
+    const own = server.demo.accounts.find((a) => a.plan === 'PROFESSIONAL')!;
+    const other = server.demo.accounts.find((a) => a.plan === 'ANALYST')!;
+    const session = wsSession(server.url, { apiKey: own.apiKey });
+    const before = listeners();
+    const alerts = session.subscribe(
+      'subscription { watchlistAlerts { watchlistId alertId kind slug message } }',
+    );
+    const orders = session.subscribe(
+      'subscription { serviceOrderUpdated(portCallId: "pc-1") { type serviceOrderId portCallId status previousStatus } }',
+    );
+    await untilListening(() => listeners() >= before + 2, 5_000, alerts, orders);
+    const alert = (accountId: string, alertId: string) => ({
+      type: 'watchlist_alert',
+      accountId,
+      payload: {
+        watchlistId: 'w',
+        alertId,
+        kind: 'TIER_SHIFT',
+        slug: 'alpha',
+        message: 'moved',
+        asOf: '2026-01-01T00:00:00Z',
+      },
+    });
+    await commitEvents(server, [
+      alert(other.accountId, 'theirs'),
+      alert(own.accountId, 'mine'),
+      {
+        type: 'service_order.created',
+        accountId: own.accountId,
+        payload: { serviceOrder: { id: 'so-1', portCallId: 'pc-1', status: 'REQUESTED' } },
+      },
+      {
+        type: 'service_order.status_changed',
+        accountId: own.accountId,
+        payload: { serviceOrderId: 'so-2', portCallId: 'pc-2', from: 'REQUESTED', to: 'CONFIRMED' },
+      },
+      {
+        type: 'service_order.status_changed',
+        accountId: other.accountId,
+        payload: { serviceOrderId: 'so-3', portCallId: 'pc-1', from: 'REQUESTED', to: 'CONFIRMED' },
+      },
+    ]);
+    await alerts.waitFor((s) => s.data.length >= 1);
+    await orders.waitFor((s) => s.data.length >= 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(alerts.data).toEqual([
+      {
+        watchlistAlerts: {
+          watchlistId: 'w',
+          alertId: 'mine',
+          kind: 'TIER_SHIFT',
+          slug: 'alpha',
+          message: 'moved',
+        },
+      },
+    ]);
+    expect(orders.data).toEqual([
+      {
+        serviceOrderUpdated: {
+          type: 'service_order.created',
+          serviceOrderId: 'so-1',
+          portCallId: 'pc-1',
+          status: 'REQUESTED',
+          previousStatus: null,
+        },
+      },
+    ]);
+    await session.dispose();
+  });
+
+  it('refuses a Professional-only subscription for an Analyst key with PLAN_REQUIRED', async () => {
+    const session = wsSession(server.url, { apiKey: server.key('ANALYST') });
+    const before = listeners();
+    const sub = session.subscribe('subscription { complianceAlerts { eventId slug } }');
+    await sub.waitFor((s) => s.errors.length > 0);
+    expect(JSON.stringify(sub.errors)).toMatch(/PLAN_REQUIRED/);
+    expect(JSON.stringify(sub.errors)).toMatch(/Professional plan or higher/);
+    expect(listeners()).toBe(before);
+    const pro = wsSession(server.url, { apiKey: server.key('PROFESSIONAL') });
+    const allowed = pro.subscribe('subscription { complianceAlerts { eventId slug data } }');
+    await untilListening(() => listeners() >= before + 1);
+    await commitEvents(server, [
+      {
+        type: 'compliance_alert',
+        payload: {
+          slug: 'alpha',
+          protocolId: 'p',
+          kind: 'SANCTIONS',
+          message: 'm',
+          asOf: '2026-01-01T00:00:00Z',
+        },
+      },
+    ]);
+    await allowed.waitFor((s) => s.data.length === 1);
+    await session.dispose();
+    await pro.dispose();
+  });
+
+  it('refuses a subscription without the scope (FORBIDDEN) and bad arguments (BAD_USER_INPUT)', async () => {
+    const { secret } = await createKey(server, { plan: 'INSTITUTIONAL', scopes: 'read:vessels' });
+    const session = wsSession(server.url, { apiKey: secret });
+    const sub = session.subscribe('subscription { tierChanged { eventId } }');
+    await sub.waitFor((s) => s.errors.length > 0);
+    expect(JSON.stringify(sub.errors)).toMatch(/FORBIDDEN.*read:liquidity|read:liquidity.*FORBIDDEN/);
+    const analyst = wsSession(server.url, { apiKey: server.key('ANALYST') });
+    const bad = analyst.subscribe('subscription { scoreChanged(minDelta: -1) { eventId } }');
+    await bad.waitFor((s) => s.errors.length > 0);
+    expect(JSON.stringify(bad.errors)).toMatch(/minDelta: must be zero or more/);
+    expect(JSON.stringify(bad.errors)).toMatch(/BAD_USER_INPUT/);
+    await session.dispose();
+    await analyst.dispose();
+  });
+
+  it('closes with 4401 without a valid credential', async () => {
+    const session = wsSession(server.url, { apiKey: 'tg_not-a-key' });
+    expect((await session.closed).code).toBe(4401);
+  });
+
+  it('closes with 4403 when the API key is revoked (noticed by the key watch)', async () => {
+    const { secret, id } = await createKey(server, { plan: 'ANALYST' });
+    const session = wsSession(server.url, { apiKey: secret });
+    const before = listeners();
+    session.subscribe('subscription { tierChanged { eventId } }');
+    await untilListening(() => listeners() >= before + 1);
+    await revokeApiKey(server.database.db.em(), server.app.services.clock, id);
+    const closed = await session.closed;
+    expect(closed.code).toBe(4403);
+    await untilListening(() => listeners() === before);
+  });
+
+  it('closes with 4403 when a credential.revoked event arrives on the bus (OAuth token revocation)', async () => {
+    const { secret, id } = await createKey(server, { plan: 'ANALYST' });
+    const session = wsSession(server.url, { apiKey: secret });
+    const before = listeners();
+    const sub = session.subscribe('subscription { tierChanged { eventId } }');
+    await untilListening(() => listeners() >= before + 1, 5_000, sub);
+    await server.app.services.events.publish([
+      {
+        id: 'revocation-1',
+        type: 'credential.revoked',
+        occurredAt: new Date(),
+        accountId: null,
+        payload: { credentialId: id },
+      },
+    ]);
+    expect((await session.closed).code).toBe(4403);
+  });
+});
