@@ -1,4 +1,5 @@
 import { ApiKey } from '../accounts/entities.js';
+import { AccessTokenRecord } from '../auth/entities.js';
 import type { AppServices, DomainEvent } from '../gateway/context.js';
 import type { DomainModule } from '../gateway/module.js';
 import { createEventBus, installEventBus, type EventBus } from './bus.js';
@@ -18,33 +19,39 @@ interface Running {
 const running = new WeakMap<AppServices, Running>();
 
 /**
- * API keys revoked (or whose expiry passed, e.g. the old key after a rotation's grace period) by
- * any process or the CLI are noticed by every process with one cheap query per interval, and
+ * Credentials revoked by any process or the CLI — API keys revoked or past their expiry (e.g. the
+ * old key after a rotation's grace period) and OAuth access tokens revoked (e.g. `tidegate clients
+ * delete`) — are noticed by every process with two cheap indexed queries per interval, and
  * announced on the local bus as `credential.revoked` so subscriptions opened with them end (4403).
+ * Revocations made through this process's HTTP endpoints are announced at once as well; a second
+ * announcement is harmless.
  */
-function watchApiKeys(services: AppServices, bus: EventBus): () => void {
+function watchRevokedCredentials(services: AppServices, bus: EventBus): () => void {
   let since = services.clock.now();
+  const announce = (ids: string[], now: Date) =>
+    bus.deliverLocally(
+      ids.map((id) => ({
+        id,
+        type: CREDENTIAL_REVOKED,
+        occurredAt: now,
+        accountId: null,
+        payload: { credentialId: id },
+      })),
+    );
   const timer = setInterval(() => {
     const now = services.clock.now();
     const from = new Date(since.getTime() - 1_000);
     since = now;
-    services.db
-      .em()
-      .find(
+    const em = services.db.em();
+    Promise.all([
+      em.find(
         ApiKey,
         { $or: [{ revokedAt: { $gte: from } }, { expiresAt: { $gte: from, $lte: now } }] },
         { fields: ['id'] },
-      )
-      .then((keys) => {
-        const events: DomainEvent[] = keys.map((k) => ({
-          id: k.id,
-          type: CREDENTIAL_REVOKED,
-          occurredAt: now,
-          accountId: null,
-          payload: { credentialId: k.id },
-        }));
-        bus.deliverLocally(events);
-      })
+      ),
+      em.find(AccessTokenRecord, { revokedAt: { $gte: from } }, { fields: ['jti'] }),
+    ])
+      .then(([keys, tokens]) => announce([...keys.map((k) => k.id), ...tokens.map((t) => t.jti)], now))
       .catch(() => {
         // Database briefly unavailable: the next tick looks again (its window overlaps).
       });
@@ -72,7 +79,7 @@ export const eventsModule: DomainModule = {
       }
     });
     if (services.config.webhookWorker) outbox.start();
-    running.set(services, { bus, outbox, stopKeyWatch: watchApiKeys(services, bus) });
+    running.set(services, { bus, outbox, stopKeyWatch: watchRevokedCredentials(services, bus) });
   },
   async stop(services) {
     const state = running.get(services);

@@ -50,6 +50,7 @@ import {
 import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from './paging.js';
 import * as ops from './service.js';
 import { parseImo, parseLocode } from './validation.js';
+import { findVesselByImo, forgetVessel } from './vessel-cache.js';
 
 const deps = (ctx: GatewayContext): Deps => ({
   em: ctx.em,
@@ -170,7 +171,7 @@ export class VesselResolver {
   })
   @RequiresScopes('read:vessels')
   async vessel(@Arg('imo', () => String) imo: string, @Ctx() ctx: GatewayContext): Promise<Vessel | null> {
-    return ctx.em.findOne(Vessel, { imo: parseImo(imo) });
+    return findVesselByImo(ctx.services, ctx.em, parseImo(imo));
   }
 
   @Query(() => VesselConnection, { description: 'Vessels by name.' })
@@ -186,7 +187,9 @@ export class VesselResolver {
     @Arg('input', () => VesselInput) input: VesselInput,
     @Ctx() ctx: GatewayContext,
   ): Promise<Vessel> {
-    return ops.createVessel(ctx.em, ctx.services.clock, input);
+    const vessel = await ops.createVessel(ctx.em, ctx.services.clock, input);
+    forgetVessel(ctx.services, vessel.imo);
+    return vessel;
   }
 }
 

@@ -59,6 +59,19 @@ describeWithChromium('console and consent in headless Chromium', () => {
     return page;
   }
 
+  /** The page's HTML once Chromium has finished showing its error page after a failed Back. */
+  async function settledContent(page: Page): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      await page.waitForLoadState('load').catch(() => undefined);
+      try {
+        return await page.content();
+      } catch (e) {
+        if (attempt >= 20 || !/navigating/.test((e as Error).message)) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
   async function signIn(page: Page): Promise<void> {
     await page.fill('#email', user.email);
     await page.fill('#password', PASSWORD);
@@ -96,7 +109,7 @@ describeWithChromium('console and consent in headless Chromium', () => {
       (e: Error) => e.message,
     );
     expect(back).toMatch(/ERR_CACHE_MISS/);
-    expect(await page.content()).not.toContain(secret);
+    expect(await settledContent(page)).not.toContain(secret);
 
     await page.goto(`${server.url}/console`);
     await page.click(`tr[data-client-id="${clientId}"] button:has-text("Rotate secret")`);

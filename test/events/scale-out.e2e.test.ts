@@ -70,7 +70,10 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
         'subscription($slugs: [String!]) { tierChanged(slugs: $slugs) { eventId slug previousTier tier } }',
         { slugs: [protocol.slug] },
       );
-      await new Promise((r) => setTimeout(r, 500));
+      // Process A registers the subscription after its access check and audit write; another process
+      // cannot observe that, so allow it ample time under a loaded CI machine. The one-second budget
+      // below is measured from the commit on B, not from here.
+      await new Promise((r) => setTimeout(r, 1_500));
       expect(sub.errors).toEqual([]);
 
       // A collapse of assets under management drags the score across at least one tier boundary.
@@ -101,8 +104,8 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       const sub = session.subscribe(
         'subscription { portCallUpdated(status: "ARRIVED") { eventId type portCallId status previousStatus } }',
       );
-      // The subscription is live once a ping-free round trip has passed; give the server a moment to register it.
-      await new Promise((r) => setTimeout(r, 500));
+      // As above: give process A ample time to register the subscription before B changes anything.
+      await new Promise((r) => setTimeout(r, 1_500));
       expect(sub.errors).toEqual([]);
 
       const created = await gql(

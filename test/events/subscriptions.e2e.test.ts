@@ -3,6 +3,7 @@ import { revokeApiKey } from '../../src/accounts/service.js';
 import { eventBusOf } from '../../src/events/bus.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { createKey, startTestServer, type TestServer } from '../helpers/server.js';
+import { command, registerClient, tokenRequest } from '../auth/helpers.js';
 import { commitEvents, scoreChange, tierChange, untilListening, wsSession } from './helpers.js';
 
 describeEachDialect('graphql-ws subscriptions', (dialect) => {
@@ -255,6 +256,31 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
         payload: { credentialId: id },
       },
     ]);
+    expect((await session.closed).code).toBe(4403);
+  });
+  it('closes with 4403 when `tidegate clients delete` revokes the OAuth token in use (noticed by the revocation watch)', async () => {
+    const clock = server.app.services.clock;
+    const accountId = server.demo.accounts.find((a) => a.plan === 'ANALYST')!.accountId;
+    const client = await registerClient(server, clock, {
+      accountId,
+      scopes: 'read:liquidity',
+      grantTypes: 'client_credentials',
+    });
+    const token = await tokenRequest(server, {
+      grant_type: 'client_credentials',
+      client_id: client.client_id,
+      client_secret: client.client_secret!,
+    });
+    expect(token.status).toBe(200);
+    const session = wsSession(server.url, { authorization: `Bearer ${String(token.body.access_token)}` });
+    const before = listeners();
+    const sub = session.subscribe('subscription { tierChanged { eventId } }');
+    await untilListening(() => listeners() >= before + 1, 5_000, sub);
+    // The CLI runs in its own process in production: it writes the revocation and publishes nothing.
+    await command('clients delete').run(
+      { config: server.config, db: server.database.db, clock },
+      { options: {}, positionals: [client.client_id] },
+    );
     expect((await session.closed).code).toBe(4403);
   });
 });

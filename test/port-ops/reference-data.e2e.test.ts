@@ -32,6 +32,21 @@ describeEachDialect('shared reference data: vessels and ports', (dialect) => {
     expect(again.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
   });
 
+  it('a vessel looked up before it existed is found as soon as it is created (lookup cache is invalidated)', async () => {
+    const lookup = `{ vessel(imo: "9876543") { imo name } }`;
+    const key = server.key('INSTITUTIONAL');
+    expect((await gql(server.url, lookup, { key })).body.data).toEqual({ vessel: null });
+    const created = await gql(
+      server.url,
+      'mutation { createVessel(input: { imo: "9876543", name: "Cached Tide", flag: "SG", type: TANKER, grossTonnage: 1, deadweight: 1, yearBuilt: 2010 }) { imo } }',
+      { key: admin },
+    );
+    expect(created.body.data).toEqual({ createVessel: { imo: '9876543' } });
+    expect((await gql(server.url, lookup, { key })).body.data).toEqual({
+      vessel: { imo: '9876543', name: 'Cached Tide' },
+    });
+  });
+
   it('rejects bad reference data with the field and rule, writing nothing', async () => {
     const before = await counts();
     const badImo = await gql(

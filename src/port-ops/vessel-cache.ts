@@ -1,0 +1,59 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type { AppServices } from '../gateway/context.js';
+import { TtlCache } from '../kernel/ttl-cache.js';
+import { Vessel } from './entities.js';
+
+/**
+ * Vessels are shared reference data read on nearly every dashboard and lookup and written a few
+ * times a day (admin mutation, `tidegate vessels add`). Lookups by IMO are served from a per-process
+ * cache of detached snapshots for up to VESSEL_CACHE_TTL_MS; unknown IMOs are cached too (as null),
+ * so a register added from another process becomes visible within that time. A vessel created
+ * through this process is visible at once.
+ */
+export const VESSEL_CACHE_TTL_MS = 60_000;
+const MAX_ENTRIES = 20_000;
+
+const caches = new WeakMap<AppServices, TtlCache<string, Vessel | null>>();
+
+function cacheOf(services: AppServices): TtlCache<string, Vessel | null> {
+  let cache = caches.get(services);
+  if (!cache) {
+    cache = new TtlCache(VESSEL_CACHE_TTL_MS, MAX_ENTRIES, services.clock);
+    caches.set(services, cache);
+  }
+  return cache;
+}
+
+/** A detached copy: cached values must not hold on to (or be changed through) a request's EntityManager. */
+function snapshot(vessel: Vessel): Vessel {
+  const copy = Object.create(Vessel.prototype) as Vessel;
+  Object.assign(copy, {
+    id: vessel.id,
+    imo: vessel.imo,
+    name: vessel.name,
+    flag: vessel.flag,
+    type: vessel.type,
+    grossTonnage: vessel.grossTonnage,
+    deadweight: vessel.deadweight,
+    yearBuilt: vessel.yearBuilt,
+    createdAt: vessel.createdAt,
+  });
+  return copy;
+}
+
+/** The vessel with this (already validated) IMO, or null. */
+export function findVesselByImo(
+  services: AppServices,
+  em: EntityManager,
+  imo: string,
+): Promise<Vessel | null> {
+  return cacheOf(services).getOrLoad(imo, async () => {
+    const vessel = await em.fork().findOne(Vessel, { imo });
+    return vessel ? snapshot(vessel) : null;
+  });
+}
+
+/** Called after a vessel is written through this process. */
+export function forgetVessel(services: AppServices, imo: string): void {
+  cacheOf(services).delete(imo);
+}
