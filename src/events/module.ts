@@ -1,6 +1,6 @@
 import { ApiKey } from '../accounts/entities.js';
 import { AccessTokenRecord } from '../auth/entities.js';
-import type { AppServices, DomainEvent } from '../gateway/context.js';
+import type { AppServices } from '../gateway/context.js';
 import type { DomainModule } from '../gateway/module.js';
 import { createEventBus, installEventBus, type EventBus } from './bus.js';
 import { CREDENTIAL_REVOKED, webhookDomainOf } from './catalog.js';
