@@ -44,6 +44,50 @@ export function sessionFingerprint(
   return sha256Hex(`${credentialId}|${ip ? ipPrefix(ip) : ''}|${userAgent ?? ''}`).slice(0, 32);
 }
 
+const COLUMNS = [
+  'at',
+  'request_id',
+  'account_id',
+  'credential_kind',
+  'credential_id',
+  'ip',
+  'user_agent',
+  'fingerprint',
+  'operation',
+  'status',
+  'duration_ms',
+] as const;
+const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
+
+/**
+ * One parameterised multi-row INSERT. The audit log is written on every call, so this skips the
+ * ORM's query builder (which inlines and quotes every value) and hands the driver bound
+ * parameters; dates are converted the way the ORM stores them on this dialect.
+ */
+async function insertAuditRows(db: Database, batch: AuditEntry[]): Promise<void> {
+  const em = db.em();
+  const platform = em.getPlatform();
+  const params: unknown[] = [];
+  for (const e of batch) {
+    params.push(
+      platform.processDateProperty(e.at),
+      e.requestId,
+      e.accountId ?? null,
+      e.credentialKind ?? null,
+      e.credentialId ?? null,
+      e.ip ?? null,
+      e.userAgent?.slice(0, 512) ?? null,
+      sessionFingerprint(e.credentialId, e.ip, e.userAgent),
+      e.operation.slice(0, 200),
+      e.status,
+      Math.round(e.durationMs),
+    );
+  }
+  const table = em.getMetadata().get(AuditRecord.name).tableName;
+  const sql = `insert into ${platform.quoteIdentifier(table)} (${COLUMNS.map((c) => platform.quoteIdentifier(c)).join(', ')}) values ${Array(batch.length).fill(ROW_PLACEHOLDERS).join(', ')}`;
+  await em.getConnection().execute(sql, params, 'run');
+}
+
 /**
  * Appends audit records in small batches off the request path. A crash can lose at most the
  * last flush interval; shutdown flushes what is buffered.
@@ -79,23 +123,7 @@ export class AuditWriter {
     this.flushing = this.flushing.then(async () => {
       if (batch.length === 0) return;
       try {
-        const em = this.db.em();
-        await em.insertMany(
-          AuditRecord,
-          batch.map((e) => ({
-            at: e.at,
-            requestId: e.requestId,
-            accountId: e.accountId ?? null,
-            credentialKind: e.credentialKind ?? null,
-            credentialId: e.credentialId ?? null,
-            ip: e.ip ?? null,
-            userAgent: e.userAgent?.slice(0, 512) ?? null,
-            fingerprint: sessionFingerprint(e.credentialId, e.ip, e.userAgent),
-            operation: e.operation.slice(0, 200),
-            status: e.status,
-            durationMs: Math.round(e.durationMs),
-          })),
-        );
+        await insertAuditRows(this.db, batch);
       } catch (error) {
         this.onError(error);
       }

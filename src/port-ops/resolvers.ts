@@ -171,7 +171,7 @@ export class VesselResolver {
   })
   @RequiresScopes('read:vessels')
   async vessel(@Arg('imo', () => String) imo: string, @Ctx() ctx: GatewayContext): Promise<Vessel | null> {
-    return findVesselByImo(ctx.services, ctx.em, parseImo(imo));
+    return findVesselByImo(ctx.services, () => ctx.em, parseImo(imo));
   }
 
   @Query(() => VesselConnection, { description: 'Vessels by name.' })

@@ -41,14 +41,20 @@ function snapshot(vessel: Vessel): Vessel {
   return copy;
 }
 
-/** The vessel with this (already validated) IMO, or null. */
+/**
+ * The vessel with this (already validated) IMO, or null. `em` is asked for only on a miss: a
+ * request's EntityManager is forked lazily, and a cache hit should not pay for the fork.
+ */
 export function findVesselByImo(
   services: AppServices,
-  em: EntityManager,
+  em: () => EntityManager,
   imo: string,
 ): Promise<Vessel | null> {
-  return cacheOf(services).getOrLoad(imo, async () => {
-    const vessel = await em.fork().findOne(Vessel, { imo });
+  const cache = cacheOf(services);
+  const hit = cache.get(imo);
+  if (hit !== undefined) return Promise.resolve(hit);
+  return cache.getOrLoad(imo, async () => {
+    const vessel = await em().findOne(Vessel, { imo });
     return vessel ? snapshot(vessel) : null;
   });
 }
