@@ -18,7 +18,17 @@ import { MODULES } from './modules.js';
 
 /** The same JSON as /v1/vessels/lookup?imo=9074729 from a bare route: the benchmark's baseline. */
 function registerBenchRoutes(fastify: FastifyInstance): void {
-  const vessel = { imo: '9074729', name: 'Northern Tern', flag: 'SG' };
+  // Byte-for-byte the body the shim answers for the demo vessel (the id is fixed here, random in the seed).
+  const vessel = {
+    id: 'f4175cb0-94da-4364-b0e7-ec75bdb38aa6',
+    imo: '9074729',
+    name: 'Northern Tern',
+    flag: 'SG',
+    type: 'TANKER',
+    grossTonnage: 57164,
+    deadweight: 105400,
+    yearBuilt: 2009,
+  };
   fastify.get('/bench/bare', async () => vessel);
 }
 

@@ -41,8 +41,18 @@ export function sessionFingerprint(
   userAgent: string | null | undefined,
 ): string | null {
   if (!credentialId) return null;
-  return sha256Hex(`${credentialId}|${ip ? ipPrefix(ip) : ''}|${userAgent ?? ''}`).slice(0, 32);
+  const input = `${credentialId}|${ip ? ipPrefix(ip) : ''}|${userAgent ?? ''}`;
+  let fingerprint = recentFingerprints.get(input);
+  if (fingerprint === undefined) {
+    fingerprint = sha256Hex(input).slice(0, 32);
+    if (recentFingerprints.size >= 1_000) recentFingerprints.clear();
+    recentFingerprints.set(input, fingerprint);
+  }
+  return fingerprint;
 }
+
+/** A session makes many calls in a row: remember its fingerprint instead of hashing each time. */
+const recentFingerprints = new Map<string, string>();
 
 const COLUMNS = [
   'at',
@@ -67,7 +77,7 @@ const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
 async function insertAuditRows(db: Database, batch: AuditEntry[]): Promise<void> {
   const em = db.em();
   const platform = em.getPlatform();
-  const params: unknown[] = [];
+  const params: Array<string | number | Date | null> = [];
   for (const e of batch) {
     params.push(
       platform.processDateProperty(e.at),
@@ -85,7 +95,8 @@ async function insertAuditRows(db: Database, batch: AuditEntry[]): Promise<void>
   }
   const table = em.getMetadata().get(AuditRecord.name).tableName;
   const sql = `insert into ${platform.quoteIdentifier(table)} (${COLUMNS.map((c) => platform.quoteIdentifier(c)).join(', ')}) values ${Array(batch.length).fill(ROW_PLACEHOLDERS).join(', ')}`;
-  await em.getConnection().execute(sql, params, 'run');
+  // knex hands the parameters to the driver as bindings (the ORM's execute() would inline them).
+  await em.getConnection().getKnex().raw(sql, params);
 }
 
 /**
