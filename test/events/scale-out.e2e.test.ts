@@ -16,6 +16,8 @@ function demoKeys(output: string): Record<string, { accountId: string; key: stri
   return keys;
 }
 
+const PROFESSIONAL_PER_MINUTE = 20;
+
 describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () => {
   describeWithRedis('with Redis fan-out', () => {
     let database: TestDatabase;
@@ -32,6 +34,8 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
         REDIS_URL: TEST_REDIS_URL!,
         REDIS_PREFIX: `tidegate-test-${randomBytes(4).toString('hex')}`,
         WEBHOOK_ALLOW_PRIVATE: 'true',
+        // Small enough for the shared-budget test below; no other test here spends Professional budget.
+        LIMIT_PROFESSIONAL_PER_MINUTE: String(PROFESSIONAL_PER_MINUTE),
       };
       a = await startGatewayProcess({ ...env, DEMO_SEED: 'true' });
       b = await startGatewayProcess({ ...env, DEMO_SEED: 'false' });
@@ -182,5 +186,18 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       expect(eventIds).toHaveLength(10);
       expect(new Set(eventIds).size).toBe(10);
     }, 60_000);
+
+    it('shares one rate-limit budget: 30 concurrent liquidity calls split over both processes admit exactly 20', async () => {
+      const key = keys.PROFESSIONAL!.key;
+      // Stay inside one UTC minute window: start at the top of a minute if too little of this one is left.
+      const intoMinute = Date.now() % 60_000;
+      if (intoMinute > 50_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 100));
+      const calls = Array.from({ length: 30 }, (_, i) =>
+        rest(i % 2 === 0 ? a.url : b.url, '/v1/market', { key }),
+      );
+      const statuses = (await Promise.all(calls)).map((r) => r.status);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(PROFESSIONAL_PER_MINUTE);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(30 - PROFESSIONAL_PER_MINUTE);
+    }, 90_000);
   });
 });
