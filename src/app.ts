@@ -14,6 +14,7 @@ import { createRateLimiter } from './gateway/limits.js';
 import { prepareRoutes, registerRestRoutes } from './gateway/rest.js';
 import { gatewaySchema } from './gateway/schema.js';
 import { systemClock, type Clock } from './kernel/clock.js';
+import { openSecretBox } from './kernel/secret-box.js';
 import { MODULES } from './modules.js';
 
 /** The same JSON as /v1/vessels/lookup?imo=9074729 from a bare route: the benchmark's baseline. */
@@ -88,6 +89,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     audit,
     policy,
     validationRules: [demandControl({ maxDepth: config.graphqlMaxDepth, maxCost: config.graphqlMaxCost })],
+    secrets: openSecretBox(config),
   };
   for (const module of MODULES) await module.start?.(services);
 

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { parseDuration } from './kernel/clock.js';
 import { Plan } from './kernel/plans.js';
+import { parseMasterKey } from './kernel/secret-box.js';
 
 /** Per-plan limits for the liquidity API. `null` means unlimited. */
 export interface PlanLimit {
@@ -31,8 +31,12 @@ export interface Config {
   shutdownGraceMs: number;
   documentsDir: string;
   documentMaxBytes: number;
-  /** HMAC key of signed document-upload URLs; a random per-process key when unset. */
-  documentUploadSecret: string;
+  /** HMAC key of signed document-upload URLs; derived from the secrets master key when unset. */
+  documentUploadSecret: string | undefined;
+  /** Master key for secrets kept encrypted at rest (SECRETS_KEY); the key file is used when unset. */
+  secretsKey: Buffer | undefined;
+  /** Where the master key lives when SECRETS_KEY is unset; created on first start. */
+  secretsKeyFile: string;
   webhookAllowPrivate: boolean;
   /** Per-attempt HTTP timeout of a webhook delivery. */
   webhookTimeoutMs: number;
@@ -136,6 +140,12 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`PUBLIC_URL must be an absolute URL (got '${publicUrl}')`);
   }
 
+  let secretsKey: Buffer | undefined;
+  if (env.SECRETS_KEY) {
+    secretsKey = parseMasterKey(env.SECRETS_KEY) ?? undefined;
+    if (!secretsKey) problems.push('SECRETS_KEY must be 32 bytes as 64 hex or 43 base64url characters');
+  }
+
   const planLimits = Object.fromEntries(
     Object.entries(DEFAULT_PLAN_LIMITS).map(([plan, limit]) => [
       plan,
@@ -162,7 +172,9 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: duration('SHUTDOWN_GRACE', '10s'),
     documentsDir: resolve(env.DOCUMENTS_DIR || resolve('data', 'documents')),
     documentMaxBytes: int('DOCUMENT_MAX_BYTES', 25 * 1024 * 1024, 1),
-    documentUploadSecret: env.DOCUMENT_UPLOAD_SECRET || randomBytes(32).toString('base64url'),
+    documentUploadSecret: env.DOCUMENT_UPLOAD_SECRET || undefined,
+    secretsKey,
+    secretsKeyFile: resolve(env.SECRETS_KEY_FILE || resolve('data', 'secrets.key')),
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '10s'),
     webhookRetryBaseMs: duration('WEBHOOK_RETRY_BASE', '1m'),

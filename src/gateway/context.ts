@@ -5,6 +5,7 @@ import type { ValidationRule } from 'graphql';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
 import type { Clock } from '../kernel/clock.js';
+import type { SecretBox } from '../kernel/secret-box.js';
 import { unauthenticated } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { AuditWriter } from '../audit/writer.js';
@@ -30,6 +31,8 @@ export interface AppServices {
   policy: AccessPolicy;
   /** Validation rules beyond graphql-js's own (demand control), applied by every door. */
   validationRules: ValidationRule[];
+  /** Encryption at rest for secrets the service must read back, and the root of derived keys. */
+  secrets: SecretBox;
 }
 
 export interface AdmissionResult {

@@ -7,6 +7,7 @@ import { finished } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/connection.js';
+import type { AppServices } from '../gateway/context.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
 import { AppError, badInput, notFound } from '../kernel/errors.js';
 import { isUuid } from '../accounts/service.js';
@@ -271,6 +272,14 @@ function sign(secret: string, body: string): string {
 }
 
 /** `<base64url(claims)>.<HMAC-SHA256>`: the URL itself is the credential, for 15 minutes, for this one target. */
+/** The HMAC key of upload URLs: DOCUMENT_UPLOAD_SECRET, else derived from the master key (same in every process). */
+export function uploadSecret(services: AppServices): string {
+  return (
+    services.config.documentUploadSecret ??
+    services.secrets.derive('tidegate/document-upload').toString('base64url')
+  );
+}
+
 export function signUpload(secret: string, claims: UploadClaims): string {
   const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
   return `${body}.${sign(secret, body)}`;

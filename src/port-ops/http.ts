@@ -10,6 +10,7 @@ import {
   createDocument,
   prepareDocument,
   storeContent,
+  uploadSecret,
   verifyUpload,
   type DocumentMetaInput,
 } from './documents.js';
@@ -81,7 +82,7 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
         async (request, reply) => {
           // The signed URL is the credential: createDocumentUpload already applied write:documents.
           const claims = verifyUpload(
-            services.config.documentUploadSecret,
+            uploadSecret(services),
             String((request.query as { token?: string }).token ?? ''),
             services.clock.now(),
           );

@@ -19,7 +19,7 @@ import { Connection } from '../gateway/connection.js';
 import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
 import { RequiresScopes } from '../gateway/directives.js';
 import { actorOf, findOwnedOrNull, findPage, type Deps } from './common.js';
-import { listDocuments, prepareDocument, signUpload, UPLOAD_URL_TTL_MS } from './documents.js';
+import { listDocuments, prepareDocument, signUpload, uploadSecret, UPLOAD_URL_TTL_MS } from './documents.js';
 import {
   AttachmentType,
   Document,
@@ -599,7 +599,7 @@ export class DocumentResolver {
     const principal = requirePrincipal(ctx);
     const meta = await prepareDocument(ctx.em, principal, input);
     const expiresAt = new Date(ctx.services.clock.now().getTime() + UPLOAD_URL_TTL_MS);
-    const token = signUpload(ctx.services.config.documentUploadSecret, {
+    const token = signUpload(uploadSecret(ctx.services), {
       ...meta,
       uploadedBy: actorOf(principal),
       exp: expiresAt.getTime(),

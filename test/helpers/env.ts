@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { describe } from 'vitest';
 
@@ -8,6 +9,12 @@ import { describe } from 'vitest';
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL;
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL;
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/**
+ * One master key per test file: servers and the child processes they spawn share it (children
+ * inherit it through process.env), and nothing is written to ./data/secrets.key.
+ */
+process.env.SECRETS_KEY ||= randomBytes(32).toString('hex');
+export const TEST_SECRETS_KEY = process.env.SECRETS_KEY;
 
 function requireInCi(name: string, present: boolean): void {
   if (process.env.CI === 'true' && !present) {

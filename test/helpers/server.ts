@@ -3,6 +3,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { seedDemo, type DemoCredentials } from '../../src/db/seed.js';
 import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import { TEST_SECRETS_KEY } from './env.js';
 
 export interface TestServer {
   url: string;
@@ -35,6 +36,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     DATABASE_URL: database.url,
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    SECRETS_KEY: TEST_SECRETS_KEY,
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
