@@ -29,10 +29,20 @@ export type Query = {
   auditLog: AuditRecordConnection;
   /** Liquidity webhook endpoints of your account. */
   webhooks: WebhookEndpointConnection;
+  /** One liquidity webhook endpoint of your account. */
+  webhook: WebhookEndpoint;
+  /** The delivery log of one liquidity webhook endpoint, newest first. */
+  webhookDeliveries: WebhookDeliveryConnection;
+  /** One delivery with its attempt log. */
+  webhookDelivery: WebhookDelivery;
   /** Port-operations webhook subscriptions of your account. */
   webhookSubscriptions: WebhookEndpointConnection;
-  /** The delivery log of one of your endpoints (either domain), newest first. */
-  webhookDeliveries: WebhookDeliveryConnection;
+  /** One port-operations webhook subscription of your account. */
+  webhookSubscription: WebhookEndpoint;
+  /** The delivery log of one port-operations webhook subscription, newest first. */
+  webhookSubscriptionDeliveries: WebhookDeliveryConnection;
+  /** One delivery with its attempt log. */
+  webhookSubscriptionDelivery: WebhookDelivery;
   /** Active protocols, by slug, with filters. */
   protocols: ProtocolConnection;
   /** The full profile of one protocol; null when the slug is unknown. */
@@ -113,10 +123,8 @@ export type QueryWebhooksArgs = {
 };
 
 
-export type QueryWebhookSubscriptionsArgs = {
-  first?: InputMaybe<Scalars['Int']['input']>;
-  after?: InputMaybe<Scalars['String']['input']>;
-  offset?: InputMaybe<Scalars['Int']['input']>;
+export type QueryWebhookArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
@@ -126,6 +134,39 @@ export type QueryWebhookDeliveriesArgs = {
   offset?: InputMaybe<Scalars['Int']['input']>;
   status?: InputMaybe<WebhookDeliveryStatus>;
   endpointId: Scalars['ID']['input'];
+};
+
+
+export type QueryWebhookDeliveryArgs = {
+  endpointId?: InputMaybe<Scalars['ID']['input']>;
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryWebhookSubscriptionsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+  offset?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryWebhookSubscriptionArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryWebhookSubscriptionDeliveriesArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+  offset?: InputMaybe<Scalars['Int']['input']>;
+  status?: InputMaybe<WebhookDeliveryStatus>;
+  endpointId: Scalars['ID']['input'];
+};
+
+
+export type QueryWebhookSubscriptionDeliveryArgs = {
+  endpointId?: InputMaybe<Scalars['ID']['input']>;
+  id: Scalars['ID']['input'];
 };
 
 
@@ -418,6 +459,10 @@ export type WebhookEndpointConnection = {
   nodes: Array<WebhookEndpoint>;
   pageInfo: PageInfo;
   totalCount: Scalars['Int']['output'];
+  /** The page size that was served. */
+  limit: Scalars['Int']['output'];
+  /** How many items precede this page. */
+  offset: Scalars['Int']['output'];
 };
 
 export type WebhookEndpointEdge = {
@@ -434,6 +479,8 @@ export type WebhookEndpoint = {
   url: Scalars['String']['output'];
   description?: Maybe<Scalars['String']['output']>;
   eventTypes: Array<Scalars['String']['output']>;
+  /** Until then deliveries carry a second v1 signature made with the secret before the last rotation. */
+  previousSecretExpiresAt?: Maybe<Scalars['DateTimeISO']['output']>;
   /** The first characters of the signing secret, to tell secrets apart. */
   secretPrefix: Scalars['String']['output'];
   status: WebhookEndpointStatus;
@@ -461,6 +508,10 @@ export type WebhookDeliveryConnection = {
   nodes: Array<WebhookDelivery>;
   pageInfo: PageInfo;
   totalCount: Scalars['Int']['output'];
+  /** The page size that was served. */
+  limit: Scalars['Int']['output'];
+  /** How many items precede this page. */
+  offset: Scalars['Int']['output'];
 };
 
 export type WebhookDeliveryEdge = {
@@ -477,6 +528,7 @@ export type WebhookDelivery = {
   eventId: Scalars['ID']['output'];
   eventType: Scalars['String']['output'];
   status: WebhookDeliveryStatus;
+  /** Attempts made so far, redeliveries included (see attemptLog). */
   attempts: Scalars['Int']['output'];
   /** When the next attempt is due (PENDING only). */
   nextAttemptAt?: Maybe<Scalars['DateTimeISO']['output']>;
@@ -486,6 +538,8 @@ export type WebhookDelivery = {
   lastError?: Maybe<Scalars['String']['output']>;
   deliveredAt?: Maybe<Scalars['DateTimeISO']['output']>;
   createdAt: Scalars['DateTimeISO']['output'];
+  /** Every attempt of this delivery, oldest first; redeliveries add to it. */
+  attemptLog: Array<WebhookDeliveryAttempt>;
 };
 
 /** PENDING (queued or retrying), DELIVERED (a 2xx answer), FAILED (every attempt failed). */
@@ -493,6 +547,22 @@ export type WebhookDeliveryStatus =
   | 'PENDING'
   | 'DELIVERED'
   | 'FAILED';
+
+/** One HTTP attempt of a delivery, kept for the delivery log. */
+export type WebhookDeliveryAttempt = {
+  __typename?: 'WebhookDeliveryAttempt';
+  /** 1 for the first attempt; redeliveries continue the count. */
+  attempt: Scalars['Int']['output'];
+  attemptedAt: Scalars['DateTimeISO']['output'];
+  /** HTTP status; null when no answer came. */
+  statusCode?: Maybe<Scalars['Int']['output']>;
+  /** Why the attempt failed; null when it succeeded. */
+  error?: Maybe<Scalars['String']['output']>;
+  /** From the start of the attempt (DNS lookup included) to its answer. */
+  durationMs: Scalars['Int']['output'];
+  /** The start of the response body (at most 1024 bytes). */
+  responseSnippet?: Maybe<Scalars['String']['output']>;
+};
 
 export type ProtocolConnection = {
   __typename?: 'ProtocolConnection';
@@ -993,6 +1063,7 @@ export type VendorSpendStat = {
 /** Predicted berthing and departure of a port call, with uncertainty and provenance. */
 export type PortCallPrediction = {
   __typename?: 'PortCallPrediction';
+  /** The call predicted; reading it needs read:port_calls. */
   portCall: PortCall;
   method: Scalars['String']['output'];
   methodVersion: Scalars['String']['output'];
@@ -1428,14 +1499,28 @@ export type Mutation = {
   __typename?: 'Mutation';
   /** Registers an endpoint for liquidity events: score_change, tier_change, aum_change, compliance_alert, data_stale, circuit_breaker. */
   registerWebhook: WebhookRegistration;
+  /** Changes url, event types, description or active; checked like a registration. */
+  updateWebhook: WebhookEndpoint;
+  /** Issues a new signing secret (shown once). Deliveries are signed with both secrets until previousSecretExpiresAt. */
+  rotateWebhookSecret: WebhookRegistration;
+  /** Re-enables an endpoint that was disabled after repeated failures or paused. */
+  enableWebhookEndpoint: WebhookEndpoint;
+  /** Deletes an endpoint, its pending deliveries and its delivery log. */
+  deleteWebhookEndpoint: WebhookEndpoint;
+  /** Queues a delivery again now, with a fresh attempt budget and the same event id; its attempt log continues. */
+  redeliverWebhook: WebhookDelivery;
   /** Subscribes an endpoint to port-operations events of your account: port_call.created, port_call.status_changed, service_order.created, service_order.status_changed, invoice.issued, document.uploaded. */
   createWebhookSubscription: WebhookRegistration;
-  /** Queues a delivery again now, with a fresh attempt budget and the same event id. */
-  redeliverWebhook: WebhookDelivery;
-  /** Re-enables an endpoint that was disabled after repeated failures. */
-  enableWebhookEndpoint: WebhookEndpoint;
-  /** Deletes an endpoint and its pending deliveries. */
-  deleteWebhookEndpoint: WebhookEndpoint;
+  /** Changes url, event types, description or active; checked like a registration. */
+  updateWebhookSubscription: WebhookEndpoint;
+  /** Issues a new signing secret (shown once). Deliveries are signed with both secrets until previousSecretExpiresAt. */
+  rotateWebhookSubscriptionSecret: WebhookRegistration;
+  /** Re-enables an endpoint that was disabled after repeated failures or paused. */
+  enableWebhookSubscription: WebhookEndpoint;
+  /** Deletes an endpoint, its pending deliveries and its delivery log. */
+  deleteWebhookSubscription: WebhookEndpoint;
+  /** Queues a delivery again now, with a fresh attempt budget and the same event id; its attempt log continues. */
+  redeliverWebhookSubscription: WebhookDelivery;
   /** Adds protocols and/or changes alert thresholds. */
   updateWatchlist: Watchlist;
   /** Removes a protocol from the watchlist. */
@@ -1468,7 +1553,7 @@ export type Mutation = {
   createInvoice: Invoice;
   /** DRAFT → ISSUED → PAID; VOID from DRAFT or ISSUED. ISSUED emits invoice.issued. */
   transitionInvoice: Invoice;
-  /** Checks the metadata and target, then returns a signed upload URL valid for 15 minutes. The multipart POST /v1/documents applies this same rule. */
+  /** Checks the metadata and target, then returns a signed upload URL, valid once for 15 minutes; the PUT counts against this credential's port-operations rate limit. The multipart POST /v1/documents applies this same rule. */
   createDocumentUpload: DocumentUpload;
 };
 
@@ -1478,13 +1563,14 @@ export type MutationRegisterWebhookArgs = {
 };
 
 
-export type MutationCreateWebhookSubscriptionArgs = {
-  input: WebhookEndpointInput;
+export type MutationUpdateWebhookArgs = {
+  patch: WebhookEndpointPatch;
+  id: Scalars['ID']['input'];
 };
 
 
-export type MutationRedeliverWebhookArgs = {
-  deliveryId: Scalars['ID']['input'];
+export type MutationRotateWebhookSecretArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
@@ -1495,6 +1581,44 @@ export type MutationEnableWebhookEndpointArgs = {
 
 export type MutationDeleteWebhookEndpointArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationRedeliverWebhookArgs = {
+  endpointId?: InputMaybe<Scalars['ID']['input']>;
+  deliveryId: Scalars['ID']['input'];
+};
+
+
+export type MutationCreateWebhookSubscriptionArgs = {
+  input: WebhookEndpointInput;
+};
+
+
+export type MutationUpdateWebhookSubscriptionArgs = {
+  patch: WebhookEndpointPatch;
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationRotateWebhookSubscriptionSecretArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationEnableWebhookSubscriptionArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationDeleteWebhookSubscriptionArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationRedeliverWebhookSubscriptionArgs = {
+  endpointId?: InputMaybe<Scalars['ID']['input']>;
+  deliveryId: Scalars['ID']['input'];
 };
 
 
@@ -1525,6 +1649,7 @@ export type MutationDeleteScoringProfileArgs = {
 
 
 export type MutationIngestLiquidityMetricsArgs = {
+  replace?: Scalars['Boolean']['input'];
   data: Scalars['String']['input'];
   format: IngestFormat;
 };
@@ -1600,7 +1725,7 @@ export type MutationCreateDocumentUploadArgs = {
   input: DocumentUploadInput;
 };
 
-/** A newly registered endpoint and its signing secret — the only time the secret is shown. */
+/** An endpoint and its new signing secret — the only time the secret is shown. */
 export type WebhookRegistration = {
   __typename?: 'WebhookRegistration';
   endpoint: WebhookEndpoint;
@@ -1612,9 +1737,19 @@ export type WebhookRegistration = {
 export type WebhookEndpointInput = {
   /** http(s) URL; must resolve to a public address. */
   url: Scalars['String']['input'];
-  /** Event types to receive (see the README catalog for each domain). */
+  /** Event types to receive (see the README catalog for each domain). Each needs the read scope that protects its data. */
   eventTypes: Array<Scalars['String']['input']>;
   description?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** Changes to a webhook endpoint; omitted fields stay as they are. */
+export type WebhookEndpointPatch = {
+  url?: InputMaybe<Scalars['String']['input']>;
+  eventTypes?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** null clears it. */
+  description?: InputMaybe<Scalars['String']['input']>;
+  /** false pauses the endpoint (DISABLED; queued deliveries wait); true enables it. */
+  active?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 export type WatchlistInputType = {
@@ -1633,12 +1768,13 @@ export type ScoringProfileInput = {
   penaltyCaps?: InputMaybe<PenaltyCapsInput>;
 };
 
+/** All five weights are required: non-negative, summing to 1 (± 0.000001). */
 export type WeightsInput = {
-  aum: Scalars['Float']['input'];
-  redemption: Scalars['Float']['input'];
-  volume: Scalars['Float']['input'];
-  issuer: Scalars['Float']['input'];
-  jurisdiction: Scalars['Float']['input'];
+  aum?: InputMaybe<Scalars['Float']['input']>;
+  redemption?: InputMaybe<Scalars['Float']['input']>;
+  volume?: InputMaybe<Scalars['Float']['input']>;
+  issuer?: InputMaybe<Scalars['Float']['input']>;
+  jurisdiction?: InputMaybe<Scalars['Float']['input']>;
 };
 
 export type PenaltyCapsInput = {
@@ -1736,16 +1872,18 @@ export type InvoiceInput = {
   currency: Scalars['String']['input'];
   /** Percent, up to 2 places; default "0". */
   taxRate?: InputMaybe<Scalars['String']['input']>;
-  dueDate: Scalars['DateTimeISO']['input'];
+  /** Calendar date YYYY-MM-DD (a date-time only at 00:00 UTC), not before the invoice date. */
+  dueDate: Scalars['String']['input'];
   lines: Array<InvoiceLineInput>;
 };
 
 export type InvoiceLineInput = {
   description: Scalars['String']['input'];
-  /** Decimal, up to 3 places. */
+  /** Decimal, up to 3 places, greater than 0, at most 1000000000. */
   quantity: Scalars['String']['input'];
-  /** Decimal, up to 2 places. */
+  /** Decimal, up to 2 places, 0 to 1000000000. */
   unitPrice: Scalars['String']['input'];
+  /** A COMPLETED order of the invoice's vendor, not on another invoice unless that one is VOID. */
   serviceOrderId?: InputMaybe<Scalars['ID']['input']>;
 };
 
@@ -2209,7 +2347,7 @@ export type RestTransitionPortCallMutationVariables = Exact<{
 }>;
 
 
-export type RestTransitionPortCallMutation = { __typename?: 'Mutation', transitionPortCall: { __typename?: 'PortCall', id: string, status: PortCallStatus, vesselImo: string, portLocode: string, voyageReference: string, agent?: string | null, eta: string, etb?: string | null, etd?: string | null, ata?: string | null, atb?: string | null, atd?: string | null, createdAt: string, updatedAt: string, statusHistory: Array<{ __typename?: 'StatusChange', from?: string | null, to: string, at: string, actor: string }> } };
+export type RestTransitionPortCallMutation = { __typename?: 'Mutation', transitionPortCall: { __typename?: 'PortCall', id: string, status: PortCallStatus, vesselImo: string, portLocode: string, voyageReference: string, agent?: string | null, eta: string, etb?: string | null, etd?: string | null, ata?: string | null, atb?: string | null, atd?: string | null, createdAt: string, updatedAt: string } };
 
 export type RestDeletePortCallMutationVariables = Exact<{
   id: Scalars['ID']['input'];
@@ -2250,7 +2388,7 @@ export type RestTransitionServiceOrderMutationVariables = Exact<{
 }>;
 
 
-export type RestTransitionServiceOrderMutation = { __typename?: 'Mutation', transitionServiceOrder: { __typename?: 'ServiceOrder', id: string, portCallId: string, serviceType: ServiceType, vendorId: string, details: Record<string, unknown>, status: ServiceOrderStatus, requestedFor?: string | null, completedAt?: string | null, createdAt: string, updatedAt: string, statusHistory: Array<{ __typename?: 'StatusChange', from?: string | null, to: string, at: string, actor: string }> } };
+export type RestTransitionServiceOrderMutation = { __typename?: 'Mutation', transitionServiceOrder: { __typename?: 'ServiceOrder', id: string, portCallId: string, serviceType: ServiceType, vendorId: string, details: Record<string, unknown>, status: ServiceOrderStatus, requestedFor?: string | null, completedAt?: string | null, createdAt: string, updatedAt: string } };
 
 export type RestVendorsQueryVariables = Exact<{
   portLocode?: InputMaybe<Scalars['String']['input']>;
@@ -2433,12 +2571,12 @@ export const RestPortCallDashboardDocument = {"kind":"Document","definitions":[{
 export const RestPortCallDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RestPortCall"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"portCall"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsPortCall"}},{"kind":"Field","name":{"kind":"Name","value":"statusHistory"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsStatusChange"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsPortCall"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"PortCall"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"vesselImo"}},{"kind":"Field","name":{"kind":"Name","value":"portLocode"}},{"kind":"Field","name":{"kind":"Name","value":"voyageReference"}},{"kind":"Field","name":{"kind":"Name","value":"agent"}},{"kind":"Field","name":{"kind":"Name","value":"eta"}},{"kind":"Field","name":{"kind":"Name","value":"etb"}},{"kind":"Field","name":{"kind":"Name","value":"etd"}},{"kind":"Field","name":{"kind":"Name","value":"ata"}},{"kind":"Field","name":{"kind":"Name","value":"atb"}},{"kind":"Field","name":{"kind":"Name","value":"atd"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsStatusChange"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StatusChange"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"from"}},{"kind":"Field","name":{"kind":"Name","value":"to"}},{"kind":"Field","name":{"kind":"Name","value":"at"}},{"kind":"Field","name":{"kind":"Name","value":"actor"}}]}}]} as unknown as DocumentNode<RestPortCallQuery, RestPortCallQueryVariables>;
 export const RestCreatePortCallDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestCreatePortCall"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"PortCallInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"createPortCall"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsPortCall"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsPortCall"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"PortCall"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"vesselImo"}},{"kind":"Field","name":{"kind":"Name","value":"portLocode"}},{"kind":"Field","name":{"kind":"Name","value":"voyageReference"}},{"kind":"Field","name":{"kind":"Name","value":"agent"}},{"kind":"Field","name":{"kind":"Name","value":"eta"}},{"kind":"Field","name":{"kind":"Name","value":"etb"}},{"kind":"Field","name":{"kind":"Name","value":"etd"}},{"kind":"Field","name":{"kind":"Name","value":"ata"}},{"kind":"Field","name":{"kind":"Name","value":"atb"}},{"kind":"Field","name":{"kind":"Name","value":"atd"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RestCreatePortCallMutation, RestCreatePortCallMutationVariables>;
 export const RestUpdatePortCallDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestUpdatePortCall"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"patch"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"PortCallPatch"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"updatePortCall"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}},{"kind":"Argument","name":{"kind":"Name","value":"patch"},"value":{"kind":"Variable","name":{"kind":"Name","value":"patch"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsPortCall"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsPortCall"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"PortCall"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"vesselImo"}},{"kind":"Field","name":{"kind":"Name","value":"portLocode"}},{"kind":"Field","name":{"kind":"Name","value":"voyageReference"}},{"kind":"Field","name":{"kind":"Name","value":"agent"}},{"kind":"Field","name":{"kind":"Name","value":"eta"}},{"kind":"Field","name":{"kind":"Name","value":"etb"}},{"kind":"Field","name":{"kind":"Name","value":"etd"}},{"kind":"Field","name":{"kind":"Name","value":"ata"}},{"kind":"Field","name":{"kind":"Name","value":"atb"}},{"kind":"Field","name":{"kind":"Name","value":"atd"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RestUpdatePortCallMutation, RestUpdatePortCallMutationVariables>;
-export const RestTransitionPortCallDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestTransitionPortCall"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"status"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"PortCallStatus"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"at"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"DateTimeISO"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"transitionPortCall"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}},{"kind":"Argument","name":{"kind":"Name","value":"status"},"value":{"kind":"Variable","name":{"kind":"Name","value":"status"}}},{"kind":"Argument","name":{"kind":"Name","value":"at"},"value":{"kind":"Variable","name":{"kind":"Name","value":"at"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsPortCall"}},{"kind":"Field","name":{"kind":"Name","value":"statusHistory"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsStatusChange"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsPortCall"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"PortCall"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"vesselImo"}},{"kind":"Field","name":{"kind":"Name","value":"portLocode"}},{"kind":"Field","name":{"kind":"Name","value":"voyageReference"}},{"kind":"Field","name":{"kind":"Name","value":"agent"}},{"kind":"Field","name":{"kind":"Name","value":"eta"}},{"kind":"Field","name":{"kind":"Name","value":"etb"}},{"kind":"Field","name":{"kind":"Name","value":"etd"}},{"kind":"Field","name":{"kind":"Name","value":"ata"}},{"kind":"Field","name":{"kind":"Name","value":"atb"}},{"kind":"Field","name":{"kind":"Name","value":"atd"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsStatusChange"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StatusChange"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"from"}},{"kind":"Field","name":{"kind":"Name","value":"to"}},{"kind":"Field","name":{"kind":"Name","value":"at"}},{"kind":"Field","name":{"kind":"Name","value":"actor"}}]}}]} as unknown as DocumentNode<RestTransitionPortCallMutation, RestTransitionPortCallMutationVariables>;
+export const RestTransitionPortCallDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestTransitionPortCall"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"status"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"PortCallStatus"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"at"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"DateTimeISO"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"transitionPortCall"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}},{"kind":"Argument","name":{"kind":"Name","value":"status"},"value":{"kind":"Variable","name":{"kind":"Name","value":"status"}}},{"kind":"Argument","name":{"kind":"Name","value":"at"},"value":{"kind":"Variable","name":{"kind":"Name","value":"at"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsPortCall"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsPortCall"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"PortCall"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"vesselImo"}},{"kind":"Field","name":{"kind":"Name","value":"portLocode"}},{"kind":"Field","name":{"kind":"Name","value":"voyageReference"}},{"kind":"Field","name":{"kind":"Name","value":"agent"}},{"kind":"Field","name":{"kind":"Name","value":"eta"}},{"kind":"Field","name":{"kind":"Name","value":"etb"}},{"kind":"Field","name":{"kind":"Name","value":"etd"}},{"kind":"Field","name":{"kind":"Name","value":"ata"}},{"kind":"Field","name":{"kind":"Name","value":"atb"}},{"kind":"Field","name":{"kind":"Name","value":"atd"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RestTransitionPortCallMutation, RestTransitionPortCallMutationVariables>;
 export const RestDeletePortCallDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestDeletePortCall"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"deletePortCall"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}]}]}}]} as unknown as DocumentNode<RestDeletePortCallMutation, RestDeletePortCallMutationVariables>;
 export const RestServiceOrdersDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RestServiceOrders"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"portCallId"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"vendorId"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"status"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrderStatus"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"serviceType"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceType"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"limit"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"offset"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"serviceOrders"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"portCallId"},"value":{"kind":"Variable","name":{"kind":"Name","value":"portCallId"}}},{"kind":"Argument","name":{"kind":"Name","value":"vendorId"},"value":{"kind":"Variable","name":{"kind":"Name","value":"vendorId"}}},{"kind":"Argument","name":{"kind":"Name","value":"status"},"value":{"kind":"Variable","name":{"kind":"Name","value":"status"}}},{"kind":"Argument","name":{"kind":"Name","value":"serviceType"},"value":{"kind":"Variable","name":{"kind":"Name","value":"serviceType"}}},{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"limit"}}},{"kind":"Argument","name":{"kind":"Name","value":"offset"},"value":{"kind":"Variable","name":{"kind":"Name","value":"offset"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","alias":{"kind":"Name","value":"data"},"name":{"kind":"Name","value":"nodes"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsServiceOrder"}}]}},{"kind":"Field","alias":{"kind":"Name","value":"total"},"name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"limit"}},{"kind":"Field","name":{"kind":"Name","value":"offset"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsServiceOrder"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrder"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"portCallId"}},{"kind":"Field","name":{"kind":"Name","value":"serviceType"}},{"kind":"Field","name":{"kind":"Name","value":"vendorId"}},{"kind":"Field","name":{"kind":"Name","value":"details"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"requestedFor"}},{"kind":"Field","name":{"kind":"Name","value":"completedAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RestServiceOrdersQuery, RestServiceOrdersQueryVariables>;
 export const RestServiceOrderDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RestServiceOrder"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"serviceOrder"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsServiceOrder"}},{"kind":"Field","name":{"kind":"Name","value":"statusHistory"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsStatusChange"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsServiceOrder"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrder"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"portCallId"}},{"kind":"Field","name":{"kind":"Name","value":"serviceType"}},{"kind":"Field","name":{"kind":"Name","value":"vendorId"}},{"kind":"Field","name":{"kind":"Name","value":"details"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"requestedFor"}},{"kind":"Field","name":{"kind":"Name","value":"completedAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsStatusChange"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StatusChange"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"from"}},{"kind":"Field","name":{"kind":"Name","value":"to"}},{"kind":"Field","name":{"kind":"Name","value":"at"}},{"kind":"Field","name":{"kind":"Name","value":"actor"}}]}}]} as unknown as DocumentNode<RestServiceOrderQuery, RestServiceOrderQueryVariables>;
 export const RestCreateServiceOrderDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestCreateServiceOrder"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrderInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"createServiceOrder"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsServiceOrder"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsServiceOrder"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrder"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"portCallId"}},{"kind":"Field","name":{"kind":"Name","value":"serviceType"}},{"kind":"Field","name":{"kind":"Name","value":"vendorId"}},{"kind":"Field","name":{"kind":"Name","value":"details"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"requestedFor"}},{"kind":"Field","name":{"kind":"Name","value":"completedAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RestCreateServiceOrderMutation, RestCreateServiceOrderMutationVariables>;
-export const RestTransitionServiceOrderDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestTransitionServiceOrder"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"status"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrderStatus"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"transitionServiceOrder"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}},{"kind":"Argument","name":{"kind":"Name","value":"status"},"value":{"kind":"Variable","name":{"kind":"Name","value":"status"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsServiceOrder"}},{"kind":"Field","name":{"kind":"Name","value":"statusHistory"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsStatusChange"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsServiceOrder"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrder"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"portCallId"}},{"kind":"Field","name":{"kind":"Name","value":"serviceType"}},{"kind":"Field","name":{"kind":"Name","value":"vendorId"}},{"kind":"Field","name":{"kind":"Name","value":"details"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"requestedFor"}},{"kind":"Field","name":{"kind":"Name","value":"completedAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsStatusChange"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StatusChange"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"from"}},{"kind":"Field","name":{"kind":"Name","value":"to"}},{"kind":"Field","name":{"kind":"Name","value":"at"}},{"kind":"Field","name":{"kind":"Name","value":"actor"}}]}}]} as unknown as DocumentNode<RestTransitionServiceOrderMutation, RestTransitionServiceOrderMutationVariables>;
+export const RestTransitionServiceOrderDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestTransitionServiceOrder"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"status"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrderStatus"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"transitionServiceOrder"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}},{"kind":"Argument","name":{"kind":"Name","value":"status"},"value":{"kind":"Variable","name":{"kind":"Name","value":"status"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsServiceOrder"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsServiceOrder"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceOrder"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"portCallId"}},{"kind":"Field","name":{"kind":"Name","value":"serviceType"}},{"kind":"Field","name":{"kind":"Name","value":"vendorId"}},{"kind":"Field","name":{"kind":"Name","value":"details"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"requestedFor"}},{"kind":"Field","name":{"kind":"Name","value":"completedAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RestTransitionServiceOrderMutation, RestTransitionServiceOrderMutationVariables>;
 export const RestVendorsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RestVendors"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"portLocode"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"serviceType"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ServiceType"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"active"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Boolean"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"limit"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"offset"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"vendors"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"portLocode"},"value":{"kind":"Variable","name":{"kind":"Name","value":"portLocode"}}},{"kind":"Argument","name":{"kind":"Name","value":"serviceType"},"value":{"kind":"Variable","name":{"kind":"Name","value":"serviceType"}}},{"kind":"Argument","name":{"kind":"Name","value":"active"},"value":{"kind":"Variable","name":{"kind":"Name","value":"active"}}},{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"limit"}}},{"kind":"Argument","name":{"kind":"Name","value":"offset"},"value":{"kind":"Variable","name":{"kind":"Name","value":"offset"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","alias":{"kind":"Name","value":"data"},"name":{"kind":"Name","value":"nodes"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsVendor"}}]}},{"kind":"Field","alias":{"kind":"Name","value":"total"},"name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"limit"}},{"kind":"Field","name":{"kind":"Name","value":"offset"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsVendor"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Vendor"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"name"}},{"kind":"Field","name":{"kind":"Name","value":"services"}},{"kind":"Field","name":{"kind":"Name","value":"ports"}},{"kind":"Field","name":{"kind":"Name","value":"contactEmail"}},{"kind":"Field","name":{"kind":"Name","value":"contactPhone"}},{"kind":"Field","name":{"kind":"Name","value":"active"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<RestVendorsQuery, RestVendorsQueryVariables>;
 export const RestVendorDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RestVendor"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"vendor"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsVendor"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsVendor"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Vendor"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"name"}},{"kind":"Field","name":{"kind":"Name","value":"services"}},{"kind":"Field","name":{"kind":"Name","value":"ports"}},{"kind":"Field","name":{"kind":"Name","value":"contactEmail"}},{"kind":"Field","name":{"kind":"Name","value":"contactPhone"}},{"kind":"Field","name":{"kind":"Name","value":"active"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<RestVendorQuery, RestVendorQueryVariables>;
 export const RestCreateVendorDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RestCreateVendor"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"VendorInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"createVendor"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"PortOpsVendor"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"PortOpsVendor"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Vendor"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"name"}},{"kind":"Field","name":{"kind":"Name","value":"services"}},{"kind":"Field","name":{"kind":"Name","value":"ports"}},{"kind":"Field","name":{"kind":"Name","value":"contactEmail"}},{"kind":"Field","name":{"kind":"Name","value":"contactPhone"}},{"kind":"Field","name":{"kind":"Name","value":"active"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<RestCreateVendorMutation, RestCreateVendorMutationVariables>;

@@ -12,9 +12,9 @@ export const liquidityCommands: CliCommand[] = [
   {
     name: 'liquidity ingest',
     description: 'Ingest daily protocol metrics from a CSV or JSON file (all rows or none)',
-    usage: 'FILE [--format csv|json] [--json]',
+    usage: 'FILE [--format csv|json] [--replace] [--json]',
     positionals: ['FILE'],
-    options: { format: { type: 'string' }, json: { type: 'boolean' } },
+    options: { format: { type: 'string' }, replace: { type: 'boolean' }, json: { type: 'boolean' } },
     async run(ctx, { options, positionals }) {
       const file = positionals[0]!;
       const named = typeof options.format === 'string' ? options.format : extname(file).slice(1);
@@ -22,7 +22,9 @@ export const liquidityCommands: CliCommand[] = [
       if (format !== 'CSV' && format !== 'JSON')
         throw badInput('format', `must be csv or json (got '${named || 'no extension'}'); pass --format`);
       const text = await readFile(file, 'utf8');
-      const result = await ingestMetrics(ctx.db.em(), ctx.clock, text, format as IngestFormat);
+      const result = await ingestMetrics(ctx.db.em(), ctx.clock, text, format as IngestFormat, {
+        replace: options.replace === true,
+      });
       const summary = {
         file,
         rows: result.rows,

@@ -354,6 +354,39 @@ export class ProfileScoreAudit {
   createdAt!: Date;
 }
 
+/**
+ * A score that a later ingestion recomputed (late data filled a carried-forward day, or a
+ * correction replaced a report): its inputs, weights and caps, so the audit id that was served
+ * still resolves to exactly what produced it.
+ */
+@Entity({ tableName: 'liquidity_superseded_audits' })
+export class SupersededAudit {
+  @PrimaryKey({ type: 'string', length: 64 })
+  auditId!: string;
+
+  @Property({ type: 'uuid' })
+  protocolId!: string;
+
+  @Property({ type: 'string', length: 10 })
+  asOf!: string;
+
+  /** Null for the default-methodology score of the day. */
+  @Property({ type: 'uuid', nullable: true })
+  profileId!: string | null;
+
+  @Property({ type: 'json' })
+  inputs!: Record<string, unknown>;
+
+  @Property({ type: 'json' })
+  weights!: Weights;
+
+  @Property({ type: 'json' })
+  penaltyCaps!: PenaltyCaps;
+
+  @Property({ type: 'datetime' })
+  supersededAt!: Date;
+}
+
 @Entity({ tableName: 'liquidity_watchlists' })
 export class Watchlist {
   @PrimaryKey({ type: 'uuid' })
@@ -501,6 +534,33 @@ export class ScoringProfileChange {
   at!: Date;
 }
 
+/** The audit log of protocol profiles: every create and update with the before and after. */
+@Entity({ tableName: 'liquidity_protocol_changes' })
+@Index({ properties: ['protocolId', 'at'] })
+export class ProtocolChange {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'uuid' })
+  protocolId!: string;
+
+  /** `api_key:<id>`, `oauth_token:<jti>`, `session:<id>`, or `cli` for the operator CLI. */
+  @Property({ type: 'string', length: 120 })
+  actor!: string;
+
+  @Property({ type: 'string', length: 10 })
+  action!: 'CREATE' | 'UPDATE';
+
+  @Property({ type: 'json', nullable: true })
+  before!: Record<string, unknown> | null;
+
+  @Property({ type: 'json', nullable: true })
+  after!: Record<string, unknown> | null;
+
+  @Property({ type: 'datetime' })
+  at!: Date;
+}
+
 export const liquidityEntities = [
   Protocol,
   LiquidityDay,
@@ -510,4 +570,6 @@ export const liquidityEntities = [
   WatchlistAlert,
   ScoringProfile,
   ScoringProfileChange,
+  SupersededAudit,
+  ProtocolChange,
 ];

@@ -109,16 +109,26 @@ async function* json(source: AsyncGenerator<Record<string, unknown>>): AsyncGene
   yield ']';
 }
 
+/** One query parameter given at most once: a repeated parameter is ambiguous, so it is an error. */
+function single(query: Record<string, unknown>, name: string): string | undefined {
+  const value = query[name];
+  if (value === undefined || value === '') return undefined;
+  if (Array.isArray(value)) throw badInput(name, `give it once (got ${value.length} values)`);
+  if (typeof value !== 'string') throw badInput(name, 'must be a string');
+  return value;
+}
+
 export function registerExport(app: FastifyInstance, services: AppServices): void {
   for (const url of ['/v1/export', '/api/v1/export']) {
     app.get(url, { config: { audit: 'GET /v1/export' } }, async (request: FastifyRequest, reply) => {
       const principal = await authorizeField(services, request, reply, 'Query.exportRows');
-      const query = request.query as Record<string, string | undefined>;
-      const format = (query.format ?? 'json').toLowerCase();
+      const query = request.query as Record<string, unknown>;
+      const requested = single(query, 'format') ?? 'json';
+      const format = requested.toLowerCase();
       if (format !== 'csv' && format !== 'json')
-        throw badInput('format', `must be csv or json (got '${query.format}')`);
+        throw badInput('format', `must be csv or json (got '${requested}')`);
       const em = services.db.em();
-      const scoring = await scoringFor(em, principal, query.profile_id);
+      const scoring = await scoringFor(em, principal, single(query, 'profile_id'), 'profile_id');
       const date = services.clock.now().toISOString().slice(0, 10);
       reply
         .header(

@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import { parse as parseCsv } from 'csv-parse/sync';
 import type { Clock } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
 import type { DomainEvent } from '../gateway/context.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import {
   LiquidityDay,
+  ProfileScoreAudit,
   Protocol,
   RegulatoryStatus,
   Watchlist,
@@ -14,21 +14,38 @@ import {
   WatchlistItem,
   type LiquidityTier,
 } from './entities.js';
-import { round2, scoreProtocol, type ScoreInputs } from './engine/score.js';
+import {
+  DEFAULT_CAPS,
+  DEFAULT_WEIGHTS,
+  auditIdOf,
+  round2,
+  scoreProtocol,
+  type ScoreInputs,
+  type Tier,
+} from './engine/score.js';
+import { FieldReader, failAt, readRecords, type FileFormat, type Locator } from './records.js';
 import { daysBetween, inputsOf, insertDays, shiftDate, termsOf } from './service.js';
 
 /**
  * Daily-metrics ingestion: parse → validate every row (a bad file is rejected whole, naming the
- * line and field) → in one transaction score each new day, carry every other active protocol
- * forward to the newest day (so history stays daily and staleness shows), update the latest
- * state, raise watchlist alerts and stage domain events. Events compare each protocol's state
- * before the file with its state after it.
+ * line or item and the field) → in one transaction, per protocol, replay its days from its
+ * earliest row to its end: new rows become reported days, days already reported keep their
+ * stored inputs, every other day carries the last report forward. Only days whose inputs change
+ * are rewritten; the scores they replace stay resolvable by audit id (superseded audits). Every
+ * active protocol is carried forward to the newest date in the file, so history stays daily
+ * and staleness shows. Events and watchlist alerts compare each protocol's latest state before
+ * the file with its latest state after it — never the intermediate days a backfill recomputed.
  */
 
-export type IngestFormat = 'CSV' | 'JSON';
+export type IngestFormat = FileFormat;
+
+export interface IngestOptions {
+  /** Overwrite days that already hold reported data (a correction); otherwise such a row is an error. */
+  replace?: boolean;
+}
 
 export interface MetricRow {
-  line: number;
+  at: Locator;
   slug: string;
   date: string;
   aumUsd: number;
@@ -63,109 +80,27 @@ const COLUMNS = [
   'regulatory_status',
 ];
 
-function fail(line: number, field: string, message: string): never {
-  throw badInput(field, `line ${line}: ${message}`, { line });
-}
-
-function isDate(value: string): boolean {
-  return (
-    /^\d{4}-\d{2}-\d{2}$/.test(value) && new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) === value
-  );
-}
-
-/** Parses CSV (header row) or JSON (an array of objects) into raw records with their line numbers. */
-export function readRecords(
-  text: string,
-  format: IngestFormat,
-): Array<{ line: number; record: Record<string, unknown> }> {
-  if (format === 'CSV') {
-    let records: Array<{ record: Record<string, string>; info: { lines: number } }>;
-    try {
-      records = parseCsv(text, {
-        columns: true,
-        skip_empty_lines: true,
-        trim: true,
-        info: true,
-        bom: true,
-      }) as never;
-    } catch (e) {
-      throw badInput('file', `is not valid CSV: ${(e as Error).message}`);
-    }
-    return records.map((r) => ({ line: r.info.lines, record: r.record }));
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (e) {
-    throw badInput('file', `is not valid JSON: ${(e as Error).message}`);
-  }
-  if (!Array.isArray(parsed)) throw badInput('file', 'JSON must be an array of row objects');
-  return parsed.map((record, i) => {
-    if (typeof record !== 'object' || record === null || Array.isArray(record))
-      fail(i + 1, 'row', 'must be an object');
-    return { line: i + 1, record: record as Record<string, unknown> };
-  });
-}
-
-/** Validates one record; `line` is the CSV line or the 1-based JSON array position. */
-export function validateRow(line: number, record: Record<string, unknown>, today: string): MetricRow {
-  for (const key of Object.keys(record))
-    if (!COLUMNS.includes(key)) fail(line, key, `unknown field (expected ${COLUMNS.join(', ')})`);
-  const text = (field: string): string | null => {
-    const v = record[field];
-    if (v === undefined || v === null || v === '') return null;
-    if (typeof v !== 'string' && typeof v !== 'number') fail(line, field, 'must be a string or number');
-    return String(v).trim();
-  };
-  const number = (
-    field: string,
-    opts: { required?: boolean; min?: number; max?: number; integer?: boolean } = {},
-  ): number | null => {
-    const raw = text(field);
-    if (raw === null) {
-      if (opts.required) fail(line, field, 'is required');
-      return null;
-    }
-    const value = Number(raw);
-    if (!Number.isFinite(value)) fail(line, field, `must be a number (got '${raw}')`);
-    if (opts.integer && !Number.isInteger(value)) fail(line, field, `must be a whole number (got '${raw}')`);
-    if ((opts.min !== undefined && value < opts.min) || (opts.max !== undefined && value > opts.max)) {
-      fail(line, field, `must be between ${opts.min ?? '-∞'} and ${opts.max ?? '∞'} (got ${value})`);
-    }
-    return value;
-  };
-  const date = (field: string, required: boolean): string | null => {
-    const raw = text(field);
-    if (raw === null) {
-      if (required) fail(line, field, 'is required');
-      return null;
-    }
-    if (!isDate(raw)) fail(line, field, `must be a date YYYY-MM-DD (got '${raw}')`);
-    if (raw > today) fail(line, field, `must not be in the future (today is ${today})`);
-    return raw;
-  };
-  const slug = text('slug');
-  if (!slug) fail(line, 'slug', 'is required');
-  const status = text('regulatory_status');
-  if (status !== null && !(status.toUpperCase() in RegulatoryStatus)) {
-    fail(
-      line,
-      'regulatory_status',
-      `must be one of ${Object.values(RegulatoryStatus).join(', ')} (got '${status}')`,
-    );
-  }
+/** Validates one record; `at` names its CSV line or JSON item. */
+export function validateRow(at: Locator, record: Record<string, unknown>, today: string): MetricRow {
+  const f = new FieldReader(at, record);
+  f.only(COLUMNS);
+  const slug = f.text('slug', { required: true })!;
+  const date = f.date('date', { required: true, notAfter: { date: today, why: `today (${today})` } })!;
   return {
-    line,
+    at,
     slug: slug.toLowerCase(),
-    date: date('date', true)!,
-    aumUsd: number('aum_usd', { required: true, min: 0 })!,
-    volumeUsd: number('volume_usd', { min: 0 }),
-    holders: number('holders', { min: 0, integer: true }),
-    topHolderPct: number('top_holder_pct', { min: 0, max: 100 }),
-    redemptionQueueUsd: number('redemption_queue_usd', { min: 0 }),
-    navDeviationBps: number('nav_deviation_bps', { min: -10_000, max: 10_000 }),
-    lastAttestationDate: date('last_attestation_date', false),
-    regulatoryStatus: status === null ? null : (status.toUpperCase() as RegulatoryStatus),
+    date,
+    aumUsd: f.number('aum_usd', { required: true, min: 0 })!,
+    volumeUsd: f.number('volume_usd', { min: 0 }),
+    holders: f.number('holders', { min: 0, integer: true }),
+    topHolderPct: f.number('top_holder_pct', { min: 0, max: 100 }),
+    redemptionQueueUsd: f.number('redemption_queue_usd', { min: 0 }),
+    navDeviationBps: f.number('nav_deviation_bps', { min: -10_000, max: 10_000 }),
+    // An attestation dated after the row's own day would be scored as fresher than it was.
+    lastAttestationDate: f.date('last_attestation_date', {
+      notAfter: { date, why: `the row's date (${date})` },
+    }),
+    regulatoryStatus: f.choice('regulatory_status', Object.values(RegulatoryStatus)),
   };
 }
 
@@ -177,13 +112,35 @@ export interface IngestResult {
   events: DomainEvent[];
 }
 
-interface Before {
-  scoreAsOfBefore: string | null | undefined;
+/** A protocol's latest published state. */
+interface State {
   score: number | null;
   tier: LiquidityTier | null;
   aum: number;
   regulatoryStatus: RegulatoryStatus;
   attestationOverdue: boolean;
+}
+
+interface DayResult {
+  inputs: ScoreInputs;
+  score: number;
+  tier: Tier;
+  auditId: string;
+}
+
+/** What one ingestion did to one protocol's latest state. */
+interface Change {
+  protocol: Protocol;
+  before: State;
+  asOf: string;
+  /** Null when the protocol had no score before or after. */
+  delta: number | null;
+  /** Only for protocols with rows in the file and AUM before. */
+  aumPct: number | null;
+  tierShift: boolean;
+  compliance: Array<{ kind: string; message: string }>;
+  auditId: string | null;
+  circuitReasons: string[];
 }
 
 /** Validates and applies a whole file in one transaction; returns the staged events to publish after commit. */
@@ -192,155 +149,264 @@ export async function ingestMetrics(
   clock: Clock,
   text: string,
   format: IngestFormat,
+  options: IngestOptions = {},
 ): Promise<IngestResult> {
   const today = clock.now().toISOString().slice(0, 10);
   const records = readRecords(text, format);
   if (records.length === 0) throw badInput('file', 'contains no rows');
   if (records.length > MAX_ROWS)
     throw badInput('file', `has ${records.length} rows; at most ${MAX_ROWS} per file`);
-  const rows = records.map((r) => validateRow(r.line, r.record, today));
+  const rows = records.map((r) => validateRow(r.at, r.record, today));
 
   return em.transactional(async (tx) => {
     const all = await tx.find(Protocol, { active: true });
     const bySlug = new Map(all.map((p) => [p.slug, p]));
+    const byProtocol = new Map<string, MetricRow[]>();
     const seen = new Set<string>();
     for (const row of rows) {
       const p = bySlug.get(row.slug);
-      if (!p) fail(row.line, 'slug', `no active protocol '${row.slug}'`);
+      if (!p) failAt(row.at, 'slug', `no active protocol '${row.slug}'`);
       const key = `${row.slug}|${row.date}`;
-      if (seen.has(key)) fail(row.line, 'date', `a second row for ${row.slug} on ${row.date}`);
+      if (seen.has(key)) failAt(row.at, 'date', `a second row for ${row.slug} on ${row.date}`);
       seen.add(key);
-      if (p.scoreAsOf && row.date <= p.scoreAsOf)
-        fail(row.line, 'date', `must be after ${row.slug}'s latest scored day ${p.scoreAsOf}`);
+      const list = byProtocol.get(p.id);
+      if (list) list.push(row);
+      else byProtocol.set(p.id, [row]);
     }
+    for (const list of byProtocol.values()) list.sort((a, b) => (a.date < b.date ? -1 : 1));
 
     const latest = await latestInputs(tx, all);
-    const before = new Map<string, Before>(all.map((p) => [p.id, snapshot(p, latest.get(p.id))]));
-    const newestDay = rows.reduce((max, r) => (r.date > max ? r.date : max), rows[0]!.date);
-    const byProtocol = new Map<string, MetricRow[]>();
-    for (const row of [...rows].sort((a, b) => (a.date < b.date ? -1 : 1))) {
-      const id = bySlug.get(row.slug)!.id;
-      byProtocol.set(id, [...(byProtocol.get(id) ?? []), row]);
+    const stored = await storedFrom(tx, byProtocol);
+    for (const row of rows) {
+      const day = stored.get(bySlug.get(row.slug)!.id)?.get(row.date);
+      if (day && day.dataDate === day.asOf && !options.replace) {
+        failAt(
+          row.at,
+          'date',
+          `${row.slug} already has reported data for ${row.date}; send the file with replace to correct it`,
+        );
+      }
     }
 
-    const days: Array<Omit<LiquidityDay, 'id'>> = [];
-    const drafts: EventDraft[] = [];
-    const circuitReasons = new Map<string, string>();
+    const newestDay = rows.reduce((max, r) => (r.date > max ? r.date : max), rows[0]!.date);
+    const writes: Array<Omit<LiquidityDay, 'id'>> = [];
+    const replaced: LiquidityDay[] = [];
+    const changes: Change[] = [];
     for (const p of all) {
-      let current = latest.get(p.id) ?? null;
-      const score = (inputs: ScoreInputs) => {
-        const r = scoreProtocol(inputs);
-        days.push({ protocolId: p.id, ...inputs, score: r.score, tier: r.tier, auditId: r.auditId });
-        p.liquidityScore = r.score;
-        p.liquidityTier = r.tier as LiquidityTier;
-        p.scoreAsOf = inputs.asOf;
-        p.aum = inputs.aumUsd;
-        p.lastDataAt = inputs.dataDate;
-        current = inputs;
-      };
-      // Days between the last stored day and the target carry the last metrics forward.
-      const fillTo = (until: string) => {
-        while (current && current.asOf < until) score({ ...current, asOf: shiftDate(current.asOf, 1) });
-      };
-      for (const row of byProtocol.get(p.id) ?? []) {
-        if (row.regulatoryStatus) p.regulatoryStatus = row.regulatoryStatus;
-        if (current) fillTo(shiftDate(row.date, -1));
-        if (row.navDeviationBps !== null && Math.abs(row.navDeviationBps) >= CIRCUIT_BREAKER_NAV_BPS) {
-          circuitReasons.set(
-            p.id,
-            `NAV deviation of ${row.navDeviationBps} bps on ${row.date} (limit ±${CIRCUIT_BREAKER_NAV_BPS})`,
-          );
-        }
-        score({
-          asOf: row.date,
-          dataDate: row.date,
-          aumUsd: row.aumUsd,
-          volumeUsd: row.volumeUsd,
-          holders: row.holders,
-          topHolderPct: row.topHolderPct,
-          redemptionQueueUsd: row.redemptionQueueUsd,
-          navDeviationBps: row.navDeviationBps,
-          lastAttestationDate: row.lastAttestationDate ?? current?.lastAttestationDate ?? null,
-          ...termsOf(p),
-        });
+      const before = stateOf(p, latest.get(p.id));
+      const own = byProtocol.get(p.id) ?? [];
+      const reportedBefore = p.lastDataAt ?? '';
+      const days = stored.get(p.id) ?? new Map<string, LiquidityDay>();
+      let previous = latest.get(p.id) ?? null;
+      if (own.length > 0) {
+        const dayBefore = days.get(shiftDate(own[0]!.date, -1));
+        // Rows before the stored history start from nothing; a gap after it carries the latest day.
+        previous = dayBefore
+          ? inputsOf(dayBefore)
+          : previous && previous.asOf < own[0]!.date
+            ? previous
+            : null;
+      }
+      const end = [p.scoreAsOf ?? '', newestDay].reduce((a, b) => (a > b ? a : b));
+      const replay = replayDays(p, own, days, previous, end, reportedBefore);
+      writes.push(...replay.writes);
+      replaced.push(...replay.replaced);
+      if (replay.last) {
+        p.liquidityScore = replay.last.score;
+        p.liquidityTier = replay.last.tier as LiquidityTier;
+        p.scoreAsOf = replay.last.inputs.asOf;
+        p.aum = replay.last.inputs.aumUsd;
+      }
+      p.regulatoryStatus = replay.regulatoryStatus;
+      const newestRow = own.at(-1);
+      if (newestRow && newestRow.date > reportedBefore) {
+        p.lastDataAt = newestRow.date;
         p.staleNotified = false;
       }
-      if (current) fillTo(newestDay);
+      if (replay.writes.length > 0 || p.regulatoryStatus !== before.regulatoryStatus)
+        p.updatedAt = clock.now();
+      changes.push(changeOf(p, before, replay.last, own.length > 0, newestRow));
     }
 
-    const touched = all.filter((p) => p.scoreAsOf !== before.get(p.id)!.scoreAsOfBefore);
-    const asOf = newestDay;
-    for (const p of all) {
-      const b = before.get(p.id)!;
-      const base = { slug: p.slug, protocolId: p.id, asOf };
-      if (b.score !== null && p.liquidityScore !== null && p.liquidityScore !== undefined) {
-        const delta = round2(p.liquidityScore - b.score);
-        if (Math.abs(delta) >= SCORE_EVENT_MIN_DELTA) {
-          drafts.push({
-            type: 'score_change',
-            payload: {
-              ...base,
-              previousScore: b.score,
-              score: p.liquidityScore,
-              delta,
-              auditId: dayOf(days, p)?.auditId ?? null,
-            },
-          });
-        }
-        if (-delta >= CIRCUIT_BREAKER_DROP) {
-          const reason = `score fell ${-delta} points (from ${b.score} to ${p.liquidityScore})`;
-          circuitReasons.set(p.id, [circuitReasons.get(p.id), reason].filter(Boolean).join('; '));
-        }
-      }
-      if (b.tier && p.liquidityTier && b.tier !== p.liquidityTier) {
-        drafts.push({
-          type: 'tier_change',
-          payload: { ...base, previousTier: b.tier, tier: p.liquidityTier, score: p.liquidityScore },
-        });
-      }
-      if (b.aum > 0 && byProtocol.has(p.id)) {
-        const changePct = round2(((p.aum - b.aum) / b.aum) * 100);
-        if (Math.abs(changePct) >= AUM_EVENT_MIN_PCT) {
-          drafts.push({
-            type: 'aum_change',
-            payload: { ...base, previousAumUsd: b.aum.toFixed(2), aumUsd: p.aum.toFixed(2), changePct },
-          });
-        }
-      }
-      for (const message of complianceMessages(p, b, dayOf(days, p))) {
-        drafts.push({ type: 'compliance_alert', payload: { ...base, ...message } });
-      }
-      if (p.lastDataAt && !p.staleNotified && daysBetween(p.lastDataAt, asOf) >= STALE_AFTER_DAYS) {
-        p.staleNotified = true;
-        drafts.push({
-          type: 'data_stale',
-          payload: { ...base, lastDataAt: p.lastDataAt, staleDays: daysBetween(p.lastDataAt, asOf) },
-        });
-      }
-      const reason = circuitReasons.get(p.id);
-      if (reason) drafts.push({ type: 'circuit_breaker', payload: { ...base, reason } });
-    }
-    const alerts = await watchlistAlerts(tx, clock, drafts, before, all);
-    for (const p of touched) p.updatedAt = clock.now();
-    await insertDays(tx, days);
+    await supersede(tx, clock, replaced);
+    await insertDays(tx, writes);
+    const drafts = eventDrafts(changes);
+    const alerts = await watchlistAlerts(tx, clock, changes);
     await tx.flush();
     const events = stageEvents(tx, clock, [...drafts, ...alerts.drafts]);
     await tx.flush();
     return {
       rows: rows.length,
       protocols: byProtocol.size,
-      daysScored: days.length,
+      daysScored: writes.length,
       alerts: alerts.count,
       events,
     };
   });
 }
 
-function dayOf(days: Array<Omit<LiquidityDay, 'id'>>, p: Protocol) {
-  for (let i = days.length - 1; i >= 0; i--) if (days[i]!.protocolId === p.id) return days[i];
-  return undefined;
+/**
+ * Replays one protocol's days from its first row (or the day after its latest score) to `end`:
+ * a row makes a reported day; a day already reported keeps its stored inputs; any other day
+ * carries the previous day forward. Returns only the days whose inputs changed.
+ */
+function replayDays(
+  p: Protocol,
+  rows: MetricRow[],
+  stored: Map<string, LiquidityDay>,
+  previous: ScoreInputs | null,
+  end: string,
+  reportedBefore: string,
+): {
+  writes: Array<Omit<LiquidityDay, 'id'>>;
+  replaced: LiquidityDay[];
+  last: DayResult | null;
+  regulatoryStatus: RegulatoryStatus;
+} {
+  const rowAt = new Map(rows.map((r) => [r.date, r]));
+  const writes: Array<Omit<LiquidityDay, 'id'>> = [];
+  const replaced: LiquidityDay[] = [];
+  // A status reported on an older day than the protocol's newest report is history, not news.
+  let status = p.regulatoryStatus;
+  let current = previous;
+  let last: DayResult | null = null;
+  const start = previous ? shiftDate(previous.asOf, 1) : rows[0]?.date;
+  if (!start) return { writes, replaced, last, regulatoryStatus: status };
+  for (let d = start; d <= end; d = shiftDate(d, 1)) {
+    const row = rowAt.get(d);
+    const day = stored.get(d);
+    let inputs: ScoreInputs | null;
+    if (row) {
+      if (row.regulatoryStatus && row.date >= reportedBefore) status = row.regulatoryStatus;
+      inputs = {
+        asOf: d,
+        dataDate: d,
+        aumUsd: row.aumUsd,
+        volumeUsd: row.volumeUsd,
+        holders: row.holders,
+        topHolderPct: row.topHolderPct,
+        redemptionQueueUsd: row.redemptionQueueUsd,
+        navDeviationBps: row.navDeviationBps,
+        lastAttestationDate: row.lastAttestationDate ?? current?.lastAttestationDate ?? null,
+        ...termsOf(p),
+        regulatoryStatus: row.regulatoryStatus ?? status,
+      };
+    } else if (day && day.dataDate === day.asOf) inputs = inputsOf(day);
+    else if (current) inputs = { ...current, asOf: d };
+    else inputs = day ? inputsOf(day) : null;
+    if (!inputs) continue;
+    current = inputs;
+    if (day && day.auditId === auditIdOf(inputs, DEFAULT_WEIGHTS, DEFAULT_CAPS)) {
+      last = { inputs, score: day.score, tier: day.tier, auditId: day.auditId };
+      continue;
+    }
+    const r = scoreProtocol(inputs);
+    writes.push({ protocolId: p.id, ...inputs, score: r.score, tier: r.tier, auditId: r.auditId });
+    if (day) replaced.push(day);
+    last = { inputs, score: r.score, tier: r.tier, auditId: r.auditId };
+  }
+  return { writes, replaced, last, regulatoryStatus: status };
 }
 
+function changeOf(
+  p: Protocol,
+  before: State,
+  last: DayResult | null,
+  hadRows: boolean,
+  newestRow: MetricRow | undefined,
+): Change {
+  const score = p.liquidityScore ?? null;
+  const delta = before.score !== null && score !== null ? round2(score - before.score) : null;
+  const circuitReasons: string[] = [];
+  // Only the report now in force can trip the breaker; a backfilled older day is history.
+  if (
+    newestRow &&
+    newestRow.date === p.lastDataAt &&
+    newestRow.navDeviationBps !== null &&
+    Math.abs(newestRow.navDeviationBps) >= CIRCUIT_BREAKER_NAV_BPS
+  ) {
+    circuitReasons.push(
+      `NAV deviation of ${newestRow.navDeviationBps} bps on ${newestRow.date} (limit ±${CIRCUIT_BREAKER_NAV_BPS})`,
+    );
+  }
+  if (delta !== null && -delta >= CIRCUIT_BREAKER_DROP)
+    circuitReasons.push(`score fell ${-delta} points (from ${before.score} to ${score})`);
+  const compliance: Change['compliance'] = [];
+  if (p.regulatoryStatus !== before.regulatoryStatus) {
+    compliance.push({
+      kind: 'REGULATORY_STATUS_CHANGED',
+      message: `Regulatory status changed from ${before.regulatoryStatus} to ${p.regulatoryStatus}`,
+    });
+  }
+  if (last && !before.attestationOverdue && attestationOverdue(last.inputs)) {
+    compliance.push({
+      kind: 'ATTESTATION_OVERDUE',
+      message: `No reserve attestation for more than ${ATTESTATION_OVERDUE_DAYS} days (last: ${last.inputs.lastAttestationDate ?? 'never'})`,
+    });
+  }
+  return {
+    protocol: p,
+    before,
+    asOf: p.scoreAsOf ?? '',
+    delta,
+    aumPct: hadRows && before.aum > 0 ? round2(((p.aum - before.aum) / before.aum) * 100) : null,
+    tierShift: Boolean(before.tier && p.liquidityTier && before.tier !== p.liquidityTier),
+    compliance,
+    auditId: last?.auditId ?? null,
+    circuitReasons,
+  };
+}
+
+function eventDrafts(changes: Change[]): EventDraft[] {
+  const drafts: EventDraft[] = [];
+  for (const c of changes) {
+    const p = c.protocol;
+    const base = { slug: p.slug, protocolId: p.id, asOf: c.asOf };
+    if (c.delta !== null && Math.abs(c.delta) >= SCORE_EVENT_MIN_DELTA) {
+      drafts.push({
+        type: 'score_change',
+        payload: {
+          ...base,
+          previousScore: c.before.score,
+          score: p.liquidityScore,
+          delta: c.delta,
+          auditId: c.auditId,
+        },
+      });
+    }
+    if (c.tierShift) {
+      drafts.push({
+        type: 'tier_change',
+        payload: { ...base, previousTier: c.before.tier, tier: p.liquidityTier, score: p.liquidityScore },
+      });
+    }
+    if (c.aumPct !== null && Math.abs(c.aumPct) >= AUM_EVENT_MIN_PCT) {
+      drafts.push({
+        type: 'aum_change',
+        payload: {
+          ...base,
+          previousAumUsd: c.before.aum.toFixed(2),
+          aumUsd: p.aum.toFixed(2),
+          changePct: c.aumPct,
+        },
+      });
+    }
+    for (const message of c.compliance)
+      drafts.push({ type: 'compliance_alert', payload: { ...base, ...message } });
+    if (p.lastDataAt && !p.staleNotified && daysBetween(p.lastDataAt, c.asOf) >= STALE_AFTER_DAYS) {
+      p.staleNotified = true;
+      drafts.push({
+        type: 'data_stale',
+        payload: { ...base, lastDataAt: p.lastDataAt, staleDays: daysBetween(p.lastDataAt, c.asOf) },
+      });
+    }
+    if (c.circuitReasons.length > 0)
+      drafts.push({ type: 'circuit_breaker', payload: { ...base, reason: c.circuitReasons.join('; ') } });
+  }
+  return drafts;
+}
+
+/** The latest stored inputs of each protocol (its `scoreAsOf` day), in one query. */
 async function latestInputs(em: EntityManager, protocols: Protocol[]): Promise<Map<string, ScoreInputs>> {
   const scored = protocols.filter((p) => p.scoreAsOf);
   if (scored.length === 0) return new Map();
@@ -354,14 +420,83 @@ async function latestInputs(em: EntityManager, protocols: Protocol[]): Promise<M
   );
 }
 
-function snapshot(p: Protocol, inputs: ScoreInputs | undefined): Before {
+/** The stored days each protocol's rows may touch: from the day before its earliest row on. */
+async function storedFrom(
+  em: EntityManager,
+  byProtocol: Map<string, MetricRow[]>,
+): Promise<Map<string, Map<string, LiquidityDay>>> {
+  const out = new Map<string, Map<string, LiquidityDay>>();
+  const wanted = [...byProtocol].map(([protocolId, rows]) => ({
+    protocolId,
+    asOf: { $gte: shiftDate(rows[0]!.date, -1) },
+  }));
+  for (let i = 0; i < wanted.length; i += 100) {
+    for (const d of await em.find(LiquidityDay, { $or: wanted.slice(i, i + 100) })) {
+      const days = out.get(d.protocolId) ?? new Map<string, LiquidityDay>();
+      days.set(d.asOf, d);
+      out.set(d.protocolId, days);
+    }
+  }
+  return out;
+}
+
+/**
+ * Keeps the audit trail of the days about to be rewritten: their default-methodology audit ids
+ * and every profile-weighted audit served from them move to `liquidity_superseded_audits` with
+ * the inputs they were computed from; then the old rows go.
+ */
+async function supersede(em: EntityManager, clock: Clock, days: LiquidityDay[]): Promise<void> {
+  if (days.length === 0) return;
+  const knex = em.getKnex();
+  const trx = em.getTransactionContext();
+  const run = <T>(query: T) => (trx ? (query as { transacting(t: unknown): T }).transacting(trx) : query);
+  const now = clock.now();
+  for (let i = 0; i < days.length; i += 400) {
+    const chunk = days.slice(i, i + 400);
+    const byId = new Map(chunk.map((d) => [d.id, d]));
+    const profileAudits = await em.find(ProfileScoreAudit, { dayId: { $in: [...byId.keys()] } });
+    const row = (
+      auditId: string,
+      day: LiquidityDay,
+      profileId: string | null,
+      weights: object,
+      caps: object,
+    ) => ({
+      audit_id: auditId,
+      protocol_id: day.protocolId,
+      as_of: day.asOf,
+      profile_id: profileId,
+      inputs: JSON.stringify(inputsOf(day)),
+      weights: JSON.stringify(weights),
+      penalty_caps: JSON.stringify(caps),
+      superseded_at: now,
+    });
+    const rows = [
+      ...chunk.map((d) => row(d.auditId, d, null, DEFAULT_WEIGHTS, DEFAULT_CAPS)),
+      ...profileAudits.map((a) => row(a.auditId, byId.get(a.dayId)!, a.profileId, a.weights, a.penaltyCaps)),
+    ];
+    // The same result may have been superseded before (data corrected back and forth).
+    await run(knex('liquidity_superseded_audits').insert(rows).onConflict('audit_id').ignore());
+    await run(
+      knex('liquidity_profile_audits')
+        .whereIn('day_id', [...byId.keys()])
+        .delete(),
+    );
+    await run(
+      knex('liquidity_days')
+        .whereIn('id', [...byId.keys()])
+        .delete(),
+    );
+  }
+}
+
+function stateOf(p: Protocol, inputs: ScoreInputs | undefined): State {
   return {
     score: p.liquidityScore ?? null,
     tier: p.liquidityTier ?? null,
     aum: p.aum,
     regulatoryStatus: p.regulatoryStatus,
     attestationOverdue: inputs ? attestationOverdue(inputs) : false,
-    scoreAsOfBefore: p.scoreAsOf,
   };
 }
 
@@ -371,41 +506,25 @@ function attestationOverdue(i: Pick<ScoreInputs, 'asOf' | 'lastAttestationDate'>
   );
 }
 
-function complianceMessages(
-  p: Protocol,
-  b: Before,
-  day: Pick<ScoreInputs, 'asOf' | 'lastAttestationDate'> | undefined,
-): Array<{ kind: string; message: string }> {
-  const out: Array<{ kind: string; message: string }> = [];
-  if (p.regulatoryStatus !== b.regulatoryStatus) {
-    out.push({
-      kind: 'REGULATORY_STATUS_CHANGED',
-      message: `Regulatory status changed from ${b.regulatoryStatus} to ${p.regulatoryStatus}`,
-    });
-  }
-  if (day && !b.attestationOverdue && attestationOverdue(day)) {
-    out.push({
-      kind: 'ATTESTATION_OVERDUE',
-      message: `No reserve attestation for more than ${ATTESTATION_OVERDUE_DAYS} days (last: ${day.lastAttestationDate ?? 'never'})`,
-    });
-  }
-  return out;
-}
-
-/** Turns the protocol events into alert rows (and `watchlist_alert` events) for watchlists whose thresholds they cross. */
+/**
+ * Alerts for every watchlist holding a changed protocol, each judged against that watchlist's
+ * own thresholds (which may be finer than the event thresholds), plus `watchlist_alert` events.
+ */
 async function watchlistAlerts(
   em: EntityManager,
   clock: Clock,
-  drafts: EventDraft[],
-  before: Map<string, Before>,
-  protocols: Protocol[],
+  changes: Change[],
 ): Promise<{ count: number; drafts: EventDraft[] }> {
-  const relevant = drafts.filter((d) =>
-    ['score_change', 'tier_change', 'aum_change', 'compliance_alert'].includes(d.type),
+  const moved = changes.filter(
+    (c) =>
+      (c.delta !== null && c.delta !== 0) ||
+      (c.aumPct !== null && c.aumPct !== 0) ||
+      c.tierShift ||
+      c.compliance.length > 0,
   );
-  if (relevant.length === 0) return { count: 0, drafts: [] };
-  const ids = [...new Set(relevant.map((d) => d.payload.protocolId as string))];
-  const items = await em.find(WatchlistItem, { protocolId: { $in: ids } });
+  if (moved.length === 0) return { count: 0, drafts: [] };
+  const byProtocol = new Map(moved.map((c) => [c.protocol.id, c]));
+  const items = await em.find(WatchlistItem, { protocolId: { $in: [...byProtocol.keys()] } });
   if (items.length === 0) return { count: 0, drafts: [] };
   const lists = new Map(
     (await em.find(Watchlist, { id: { $in: [...new Set(items.map((i) => i.watchlistId))] } })).map((w) => [
@@ -413,42 +532,13 @@ async function watchlistAlerts(
       w,
     ]),
   );
-  const byId = new Map(protocols.map((p) => [p.id, p]));
   const out: EventDraft[] = [];
   let count = 0;
   for (const item of items) {
     const list = lists.get(item.watchlistId)!;
-    const p = byId.get(item.protocolId)!;
-    const b = before.get(p.id)!;
-    for (const d of relevant.filter((e) => e.payload.protocolId === p.id)) {
-      let alert: { kind: WatchlistAlertKind; message: string } | null = null;
-      if (
-        d.type === 'score_change' &&
-        list.scoreChangeThreshold !== null &&
-        Math.abs(d.payload.delta as number) >= list.scoreChangeThreshold
-      ) {
-        alert = {
-          kind: WatchlistAlertKind.SCORE_CHANGE,
-          message: `${p.name} score moved ${d.payload.delta} points (${b.score} → ${p.liquidityScore}); threshold ${list.scoreChangeThreshold}`,
-        };
-      } else if (d.type === 'tier_change' && list.tierShift) {
-        alert = {
-          kind: WatchlistAlertKind.TIER_SHIFT,
-          message: `${p.name} moved from ${b.tier} to ${p.liquidityTier}`,
-        };
-      } else if (
-        d.type === 'aum_change' &&
-        list.aumChangePct !== null &&
-        Math.abs(d.payload.changePct as number) >= list.aumChangePct
-      ) {
-        alert = {
-          kind: WatchlistAlertKind.AUM_MOVE,
-          message: `${p.name} AUM moved ${d.payload.changePct}%; threshold ${list.aumChangePct}%`,
-        };
-      } else if (d.type === 'compliance_alert' && list.complianceEvents) {
-        alert = { kind: WatchlistAlertKind.COMPLIANCE, message: `${p.name}: ${d.payload.message as string}` };
-      }
-      if (!alert) continue;
+    const c = byProtocol.get(item.protocolId)!;
+    const p = c.protocol;
+    for (const alert of alertsFor(list, c)) {
       const row = em.create(WatchlistAlert, {
         watchlistId: list.id,
         accountId: list.accountId,
@@ -456,7 +546,7 @@ async function watchlistAlerts(
         slug: p.slug,
         kind: alert.kind,
         message: alert.message,
-        asOf: d.payload.asOf as string,
+        asOf: c.asOf,
         createdAt: clock.now(),
       });
       em.persist(row);
@@ -476,4 +566,42 @@ async function watchlistAlerts(
     }
   }
   return { count, drafts: out };
+}
+
+function alertsFor(list: Watchlist, c: Change): Array<{ kind: WatchlistAlertKind; message: string }> {
+  const p = c.protocol;
+  const out: Array<{ kind: WatchlistAlertKind; message: string }> = [];
+  if (
+    list.scoreChangeThreshold !== null &&
+    c.delta !== null &&
+    c.delta !== 0 &&
+    Math.abs(c.delta) >= list.scoreChangeThreshold
+  ) {
+    out.push({
+      kind: WatchlistAlertKind.SCORE_CHANGE,
+      message: `${p.name} score moved ${c.delta} points (${c.before.score} → ${p.liquidityScore}); threshold ${list.scoreChangeThreshold}`,
+    });
+  }
+  if (list.tierShift && c.tierShift) {
+    out.push({
+      kind: WatchlistAlertKind.TIER_SHIFT,
+      message: `${p.name} moved from ${c.before.tier} to ${p.liquidityTier}`,
+    });
+  }
+  if (
+    list.aumChangePct !== null &&
+    c.aumPct !== null &&
+    c.aumPct !== 0 &&
+    Math.abs(c.aumPct) >= list.aumChangePct
+  ) {
+    out.push({
+      kind: WatchlistAlertKind.AUM_MOVE,
+      message: `${p.name} AUM moved ${c.aumPct}%; threshold ${list.aumChangePct}%`,
+    });
+  }
+  if (list.complianceEvents) {
+    for (const m of c.compliance)
+      out.push({ kind: WatchlistAlertKind.COMPLIANCE, message: `${p.name}: ${m.message}` });
+  }
+  return out;
 }

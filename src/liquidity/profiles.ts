@@ -4,6 +4,7 @@ import { badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { Page } from '../gateway/connection.js';
 import { ScoringProfile, ScoringProfileChange } from './entities.js';
+import { badField, isUuid } from './fields.js';
 import {
   COMPONENTS,
   DEFAULT_CAPS,
@@ -50,14 +51,14 @@ export function validateCaps(
 ): PenaltyCaps {
   for (const key of Object.keys(caps)) {
     if (!(PENALTIES as readonly string[]).includes(key))
-      throw badInput(`penaltyCaps.${key}`, `unknown penalty (expected ${PENALTIES.join(', ')})`);
+      throw badField(`penaltyCaps.${key}`, `unknown penalty (expected ${PENALTIES.join(', ')})`);
   }
   const out = { ...base };
   for (const p of PENALTIES) {
     const v = caps[p];
     if (v === undefined || v === null) continue;
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_PENALTY_CAP) {
-      throw badInput(`penaltyCaps.${p}`, `must be between 0 and ${MAX_PENALTY_CAP} (got ${String(v)})`);
+      throw badField(`penaltyCaps.${p}`, `must be between 0 and ${MAX_PENALTY_CAP} (got ${String(v)})`);
     }
     out[p] = v;
   }
@@ -136,7 +137,7 @@ export async function createProfile(
 }
 
 async function owned(em: EntityManager, principal: Principal, id: string): Promise<ScoringProfile> {
-  const profile = /^[0-9a-f-]{36}$/i.test(id)
+  const profile = isUuid(id)
     ? await em.findOne(ScoringProfile, { id, accountId: principal.accountId })
     : null;
   if (!profile) throw notFound('Scoring profile', id);

@@ -318,9 +318,15 @@ export class LiquidityResolver {
   async ingestLiquidityMetrics(
     @Arg('format', () => IngestFormatEnum) format: IngestFormatEnum,
     @Arg('data', () => String) data: string,
+    @Arg('replace', () => Boolean, {
+      defaultValue: false,
+      description:
+        'Overwrite days that already hold reported data (a correction); otherwise such a row is rejected.',
+    })
+    replace: boolean,
     @Ctx() ctx: GatewayContext,
   ) {
-    const result = await ingestMetrics(ctx.em, ctx.services.clock, data, format);
+    const result = await ingestMetrics(ctx.em, ctx.services.clock, data, format, { replace });
     await ctx.services.events.publish(result.events);
     return { ...result, events: result.events.length };
   }

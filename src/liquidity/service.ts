@@ -11,7 +11,9 @@ import {
   ProtocolCategory,
   LiquidityTier,
   ScoringProfile,
+  SupersededAudit,
 } from './entities.js';
+import { badField, bothNames, isUuid } from './fields.js';
 import {
   DEFAULT_CAPS,
   DEFAULT_WEIGHTS,
@@ -119,11 +121,11 @@ function protocolWhere(filter: ProtocolFilter): FilterQuery<Protocol> {
   if (filter.tier) where.liquidityTier = parseTier(filter.tier);
   if (filter.minScore !== undefined && filter.minScore !== null) {
     if (filter.minScore < 0 || filter.minScore > 100)
-      throw badInput('minScore', `must be between 0 and 100 (got ${filter.minScore})`);
+      throw badField('minScore', `must be between 0 and 100 (got ${filter.minScore})`);
     where.liquidityScore = { $gte: filter.minScore };
   }
   if (filter.minAum !== undefined && filter.minAum !== null) {
-    if (filter.minAum < 0) throw badInput('minAum', `must be 0 or more (got ${filter.minAum})`);
+    if (filter.minAum < 0) throw badField('minAum', `must be 0 or more (got ${filter.minAum})`);
     where.aum = { $gte: filter.minAum };
   }
   return where;
@@ -161,12 +163,16 @@ export interface Scoring {
 
 export const DEFAULT_SCORING: Scoring = { profileId: null, weights: DEFAULT_WEIGHTS, caps: DEFAULT_CAPS };
 
+/** `field` names the parameter in errors (the REST export route passes `profile_id`). */
 export async function scoringFor(
   em: EntityManager,
   principal: Principal,
   profileId: string | null | undefined,
+  field = bothNames('profileId'),
 ): Promise<Scoring> {
   if (!profileId) return DEFAULT_SCORING;
+  // Checked before the query: PostgreSQL rejects a malformed uuid with an error, not an empty result.
+  if (!isUuid(profileId)) throw badInput(field, `must be a scoring profile id, a UUID (got '${profileId}')`);
   const profile = await em.findOne(ScoringProfile, { id: profileId, accountId: principal.accountId });
   if (!profile) throw notFound('Scoring profile', profileId);
   return { profileId: profile.id, weights: profile.weights, caps: profile.penaltyCaps };
@@ -307,19 +313,35 @@ export async function scoreHistory(
   return { protocol, profileId: scoring.profileId, ...trajectoryOf(points.map((p) => p.score)), points };
 }
 
-/** The stored inputs behind an audit id (a stored day's, or a served profile result's) and the result they give. */
+/**
+ * The stored inputs behind an audit id — a stored day's, a served profile result's, or one that
+ * late or corrected data superseded — and the result they give.
+ */
 export async function scoreAudit(em: EntityManager, auditId: string): Promise<ScoreView | null> {
   if (!/^[0-9a-f]{64}$/.test(auditId)) throw badInput('auditId', 'must be 64 lower-case hex characters');
-  let day = await em.findOne(LiquidityDay, { auditId });
-  let scoring = DEFAULT_SCORING;
-  if (!day) {
-    const audit = await em.findOne(ProfileScoreAudit, { auditId });
-    if (!audit) return null;
-    day = await em.findOneOrFail(LiquidityDay, { id: audit.dayId });
-    scoring = { profileId: audit.profileId, weights: audit.weights, caps: audit.penaltyCaps };
+  const day = await em.findOne(LiquidityDay, { auditId });
+  if (day) return view(await em.findOneOrFail(Protocol, { id: day.protocolId }), day, DEFAULT_SCORING);
+  const audit = await em.findOne(ProfileScoreAudit, { auditId });
+  if (audit) {
+    const served = await em.findOneOrFail(LiquidityDay, { id: audit.dayId });
+    return view(await em.findOneOrFail(Protocol, { id: served.protocolId }), served, {
+      profileId: audit.profileId,
+      weights: audit.weights,
+      caps: audit.penaltyCaps,
+    });
   }
-  const protocol = await em.findOneOrFail(Protocol, { id: day.protocolId });
-  return view(protocol, day, scoring);
+  const superseded = await em.findOne(SupersededAudit, { auditId });
+  if (!superseded) return null;
+  const inputs = superseded.inputs as unknown as ScoreInputs;
+  const protocol = await em.findOneOrFail(Protocol, { id: superseded.protocolId });
+  return {
+    ...scoreProtocol(inputs, superseded.weights, superseded.penaltyCaps),
+    protocol,
+    asOf: inputs.asOf,
+    dataDate: inputs.dataDate,
+    profileId: superseded.profileId,
+    inputs,
+  };
 }
 
 export interface BacktestView extends BacktestMeasures {

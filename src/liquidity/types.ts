@@ -265,13 +265,17 @@ export class ProtocolArgs extends ListArgs {
   minAum?: number | null;
 }
 
-@InputType()
+/**
+ * Every weight is required, but the schema marks them nullable so that a missing one reaches
+ * the service, whose 400 names it (`weights.volume: is required …`) on GraphQL and REST alike.
+ */
+@InputType({ description: 'All five weights are required: non-negative, summing to 1 (± 0.000001).' })
 export class WeightsInput {
-  @Field(() => Float) aum!: number;
-  @Field(() => Float) redemption!: number;
-  @Field(() => Float) volume!: number;
-  @Field(() => Float) issuer!: number;
-  @Field(() => Float) jurisdiction!: number;
+  @Field(() => Float, { nullable: true }) aum?: number | null;
+  @Field(() => Float, { nullable: true }) redemption?: number | null;
+  @Field(() => Float, { nullable: true }) volume?: number | null;
+  @Field(() => Float, { nullable: true }) issuer?: number | null;
+  @Field(() => Float, { nullable: true }) jurisdiction?: number | null;
 }
 
 @InputType()

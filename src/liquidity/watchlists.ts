@@ -4,6 +4,7 @@ import { badInput, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { Page } from '../gateway/connection.js';
 import { Protocol, Watchlist, WatchlistAlert, WatchlistItem } from './entities.js';
+import { badField } from './fields.js';
 import { protocolBySlug } from './service.js';
 
 /** One watchlist per account, created on first change; reading before then shows the defaults. */
@@ -48,7 +49,7 @@ function threshold(field: string, value: number | null | undefined, max: number)
   if (value === undefined) return undefined;
   if (value === null || value === 0) return null;
   if (!Number.isFinite(value) || value < 0 || value > max)
-    throw badInput(field, `must be between 0 and ${max} (0 or null turns the alert off; got ${value})`);
+    throw badField(field, `must be between 0 and ${max} (0 or null turns the alert off; got ${value})`);
   return value;
 }
 

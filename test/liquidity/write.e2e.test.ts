@@ -58,7 +58,10 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
         body: { score_change_threshold: -3 },
       });
       expect(negative.status).toBe(400);
-      expect(negative.body.error.message).toMatch(/scoreChangeThreshold: must be between 0 and 100/);
+      // The REST caller sent score_change_threshold: the message names that spelling (and GraphQL's).
+      expect(negative.body.error.message).toBe(
+        'scoreChangeThreshold / score_change_threshold: must be between 0 and 100 (0 or null turns the alert off; got -3)',
+      );
       expect(await count(Watchlist)).toBe(0);
     });
 
@@ -104,8 +107,11 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
           { name: 'a', weights: { ...weights, aum: -0.1, jurisdiction: 0.8 } },
           /weights.aum: must be a non-negative number/,
         ],
-        [{ name: 'a', weights: { aum: 1 } }, /Variable|weights/],
-        [{ name: 'a', weights, penalty_caps: { queue: 80 } }, /penaltyCaps.queue: must be between 0 and 50/],
+        [{ name: 'a', weights: { aum: 1 } }, /^weights.redemption: is required \(give all five weights\)$/],
+        [
+          { name: 'a', weights, penalty_caps: { queue: 80 } },
+          /^penaltyCaps.queue \/ penalty_caps.queue: must be between 0 and 50 \(got 80\)$/,
+        ],
         [{ name: '', weights }, /name: must be 1–100 characters/],
       ] as const) {
         const res = await rest(server.url, '/v1/scoring-profiles', { method: 'POST', key: pro, body });
@@ -205,50 +211,92 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
         [
           'CSV',
           'slug,date,aum_usd\nharbor-treasury,2026-06-15,100\nmeridian-bills,2026-06-15,lots\n',
-          /aum_usd: line 3: must be a number \(got 'lots'\)/,
+          /^aum_usd: line 3: must be a decimal number \(got 'lots'\)$/,
+        ],
+        [
+          'CSV',
+          'slug,date,aum_usd\nharbor-treasury,2026-06-15,0x10\n',
+          /^aum_usd: line 2: must be a decimal number \(got '0x10'\)$/,
         ],
         [
           'CSV',
           'slug,date,aum_usd\nharbor-treasury,2026-06-31,100\n',
-          /date: line 2: must be a date YYYY-MM-DD/,
+          /^date: line 2: must be a date YYYY-MM-DD \(got '2026-06-31'\)$/,
         ],
         [
           'CSV',
           'slug,date,aum_usd\nharbor-treasury,2026-06-16,100\n',
-          /date: line 2: must not be in the future/,
+          /^date: line 2: must not be after today \(2026-06-15\) \(got 2026-06-16\)$/,
+        ],
+        [
+          'CSV',
+          'slug,date,aum_usd,last_attestation_date\nharbor-treasury,2026-06-15,100,2026-06-16\n',
+          /^last_attestation_date: line 2: must not be after the row's date \(2026-06-15\) \(got 2026-06-16\)$/,
+        ],
+        [
+          'CSV',
+          'slug,date,aum_usd,regulatory_status\nharbor-treasury,2026-06-15,100,LICENSED\n',
+          /^regulatory_status: line 2: must be one of REGISTERED, EXEMPT, PENDING, UNREGULATED \(got 'LICENSED'\)$/,
         ],
         [
           'CSV',
           'slug,date,aum_usd\nunknown-protocol,2026-06-15,100\n',
-          /slug: line 2: no active protocol 'unknown-protocol'/,
+          /^slug: line 2: no active protocol 'unknown-protocol'$/,
         ],
         [
           'CSV',
           'slug,date,aum_usd\nharbor-treasury,2026-06-14,100\n',
-          /date: line 2: must be after harbor-treasury's latest scored day 2026-06-14/,
+          /^date: line 2: harbor-treasury already has reported data for 2026-06-14; send the file with replace to correct it$/,
         ],
         [
           'CSV',
           'slug,date,aum_usd,top_holder_pct\nharbor-treasury,2026-06-15,100,140\n',
-          /top_holder_pct: line 2: must be between 0 and 100/,
+          /^top_holder_pct: line 2: must be between 0 and 100 \(got 140\)$/,
         ],
         [
           'CSV',
           'slug,date,aum_usd,colour\nharbor-treasury,2026-06-15,100,red\n',
-          /colour: line 2: unknown field/,
+          /^colour: line 2: unknown field/,
+        ],
+        // Malformed CSV: the quote opened on line 3 is never closed.
+        [
+          'CSV',
+          'slug,date,aum_usd\nharbor-treasury,2026-06-15,100\nmeridian-bills,"2026-06-15,100\natlas-gilt,2026-06-15,100\n',
+          /^date: line 3: is not valid CSV: a quoted value that starts in this record is never closed$/,
+        ],
+        // A record spanning lines 3–4 is named by the line where it starts.
+        [
+          'CSV',
+          'slug,date,aum_usd\nharbor-treasury,2026-06-15,100\nmeridian-bills,2026-06-15,"1\n2"\n',
+          /^aum_usd: line 3: must be a decimal number \(got '1\n2'\)$/,
         ],
         [
           'JSON',
           '[{"slug":"harbor-treasury","date":"2026-06-15","aum_usd":1},{"slug":"harbor-treasury","date":"2026-06-15","aum_usd":2}]',
-          /date: line 2: a second row for harbor-treasury/,
+          /^date: item 2: a second row for harbor-treasury on 2026-06-15$/,
         ],
-        ['JSON', '{"slug":"x"}', /file: JSON must be an array/],
+        [
+          'JSON',
+          '[{"slug":"harbor-treasury","date":"2026-06-15","aum_usd":1},{"slug":"meridian-bills","date":"2026-06-15","aum_usd":"0x10"}]',
+          /^aum_usd: item 2: must be a decimal number \(got '0x10'\)$/,
+        ],
+        ['JSON', '{"slug":"x"}', /^file: JSON must be an array/],
       ];
       for (const [format, data, pattern] of cases) {
         const res = await gql(server.url, INGEST, { key: admin, variables: { format, data } });
         expect(res.body.errors?.[0]?.message, data).toMatch(pattern);
         expect(res.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
       }
+      const located = await gql(server.url, INGEST, {
+        key: admin,
+        variables: { format: cases[0]![0], data: cases[0]![1] },
+      });
+      expect(located.body.errors?.[0]?.extensions).toMatchObject({ field: 'aum_usd', line: 3 });
+      const item = await gql(server.url, INGEST, {
+        key: admin,
+        variables: { format: 'JSON', data: cases.at(-2)![1] },
+      });
+      expect(item.body.errors?.[0]?.extensions).toMatchObject({ field: 'aum_usd', item: 2 });
       expect(await count(LiquidityDay)).toBe(days);
       expect(await count(EventRecord)).toBe(events);
     });
