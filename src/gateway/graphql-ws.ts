@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
+import proxyAddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import {
   GraphQLError,
@@ -13,6 +15,7 @@ import {
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { Config } from '../config.js';
 import { AppError, isAppError } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { AuditWriter } from '../audit/writer.js';
@@ -34,7 +37,10 @@ interface ConnectionState {
   requestId: string;
   ip: string;
   userAgent?: string;
+  /** Subscriptions holding a slot of the per-connection cap; a slot is taken before any await. */
   active: Set<string>;
+  /** Started operations whose audit record waits for the subscribe function's verdict. */
+  starting: Map<string, { operation: string; startedAt: number }>;
   expiryTimer?: NodeJS.Timeout;
 }
 
@@ -49,11 +55,26 @@ export function credentialFromInit(payload: Record<string, unknown> | undefined)
   return typeof key === 'string' && key.length > 0 ? key : null;
 }
 
+/**
+ * The client's address by the same TRUST_PROXY rule as Fastify's `request.ip` on the HTTP routes
+ * (Fastify 5 builds it the same way from @fastify/proxy-addr): a hop count cannot tell whether the
+ * peer is a proxy, so it trusts no forwarded address.
+ */
+export function clientAddressOf(trustProxy: Config['trustProxy']): (request: IncomingMessage) => string {
+  if (trustProxy === false || typeof trustProxy === 'number')
+    return (request) => request.socket.remoteAddress ?? '';
+  const trust =
+    trustProxy === true ? () => true : proxyAddr.compile(trustProxy.split(',').map((entry) => entry.trim()));
+  return (request) => proxyAddr(request, trust);
+}
+
 export interface WsServer {
   /** Closes every socket with 1001 and stops accepting upgrades. */
   close(): Promise<void>;
   /** Ends every connection authenticated by this credential (revocation): close 4403. */
   endCredential(credentialId: string): void;
+  /** Authenticated connections this server tracks (each one open). */
+  readonly connectionCount: number;
 }
 
 export function registerGraphQLWs(
@@ -118,6 +139,22 @@ export function registerGraphQLWs(
     return document;
   };
 
+  const clientAddress = clientAddressOf(services.config.trustProxy);
+  /** One audit record per operation started on a socket, like one per HTTP request. */
+  const recordStart = (state: ConnectionState, operation: string, status: number, startedAt: number) =>
+    audit.record({
+      at: services.clock.now(),
+      requestId: state.requestId,
+      accountId: state.principal.accountId,
+      credentialKind: state.principal.credential.kind,
+      credentialId: state.principal.credential.id,
+      ip: state.ip,
+      userAgent: state.userAgent,
+      operation: `ws ${operation}`,
+      status,
+      durationMs: performance.now() - startedAt,
+    });
+
   const server = useServer<Record<string, unknown> | undefined, WsExtra>(
     {
       schema,
@@ -143,53 +180,66 @@ export function registerGraphQLWs(
         });
       },
       onConnect: async (ctx) => {
+        const socket = ctx.extra.socket;
         const secret = credentialFromInit(ctx.connectionParams);
         const principal = secret ? await credentials.resolve(secret) : null;
+        // The client may have left while its credential was checked: onClose has run already, so
+        // state kept now would never be removed.
+        if (socket.readyState !== socket.OPEN) return false;
         if (!principal) {
-          ctx.extra.socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized');
+          socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized');
           return false;
         }
         const state: ConnectionState = {
           principal,
           requestId: requestIdOf(ctx.extra.request.headers['x-request-id']),
-          ip: ctx.extra.request.socket.remoteAddress ?? '',
+          ip: clientAddress(ctx.extra.request),
           userAgent: ctx.extra.request.headers['user-agent'],
           active: new Set(),
+          starting: new Map(),
         };
         const expiresAt = principal.credential.expiresAt;
         if (expiresAt) {
-          const ms = Math.max(0, expiresAt.getTime() - Date.now());
+          const ms = Math.max(0, expiresAt.getTime() - services.clock.now().getTime());
           state.expiryTimer = setTimeout(
-            () => ctx.extra.socket.close(CLOSE_FORBIDDEN, 'Credential expired'),
+            () => socket.close(CLOSE_FORBIDDEN, 'Credential expired'),
             Math.min(ms, 2 ** 31 - 1),
           );
           state.expiryTimer.unref();
         }
         ctx.extra.state = state;
-        connections.set(ctx.extra.socket, state);
+        connections.set(socket, state);
         return true;
       },
       onSubscribe: async (ctx, id, payload) => {
         const state = ctx.extra.state;
         if (!state) return [new GraphQLError('Unauthorized', { extensions: { code: 'UNAUTHENTICATED' } })];
-        const started = Date.now();
+        const startedAt = performance.now();
         const parsed = parseCached(payload.query);
-        if (!('kind' in parsed)) return parsed;
-        let status = 200;
+        if (!('kind' in parsed)) {
+          // Like a malformed POST /graphql: audited under the door's name, status 400.
+          recordStart(state, 'graphql', 400, startedAt);
+          return parsed;
+        }
         let operation = 'subscription';
+        let reserved = false;
         try {
           const requirements = policy.requirements(parsed, payload.operationName);
           operation = `${requirements.operationType} ${requirements.operationName ?? '(anonymous)'}`;
           const denied = checkAccess(requirements, state.principal);
           if (denied.length > 0) throw combineDenials(denied);
+          // graphql-ws handles a connection's messages concurrently: the slot is taken before the
+          // first await, or simultaneous subscribes would all pass the check.
           if (state.active.size >= services.config.wsMaxSubscriptionsPerConnection) {
             throw new AppError(
               'RATE_LIMIT_EXCEEDED',
               `At most ${services.config.wsMaxSubscriptionsPerConnection} subscriptions per connection`,
             );
           }
-          await services.admission.admit(state.principal, requirements);
           state.active.add(id);
+          reserved = true;
+          await services.admission.admit(state.principal, requirements);
+          state.starting.set(id, { operation, startedAt });
           const contextValue = createContext(services, state.requestId, state.principal);
           return {
             schema,
@@ -199,23 +249,19 @@ export function registerGraphQLWs(
             contextValue,
           };
         } catch (e) {
+          if (reserved) state.active.delete(id);
           if (!isAppError(e)) throw e;
-          status = e.status;
+          recordStart(state, operation, e.status, startedAt);
           return [toGraphQLError(e)];
-        } finally {
-          audit.record({
-            at: new Date(),
-            requestId: state.requestId,
-            accountId: state.principal.accountId,
-            credentialKind: state.principal.credential.kind,
-            credentialId: state.principal.credential.id,
-            ip: state.ip,
-            userAgent: state.userAgent,
-            operation: `ws ${operation}`,
-            status,
-            durationMs: Date.now() - started,
-          });
         }
+      },
+      // The subscribe function may still refuse (a bad argument): the audit records its verdict.
+      onOperation: (ctx, id, _payload, _args, result) => {
+        const state = ctx.extra.state;
+        const start = state?.starting.get(id);
+        if (!state || !start) return;
+        state.starting.delete(id);
+        recordStart(state, start.operation, startStatus(result), start.startedAt);
       },
       onComplete: (ctx, id) => {
         ctx.extra.state?.active.delete(id);
@@ -247,7 +293,24 @@ export function registerGraphQLWs(
       await server.dispose();
     },
     endCredential,
+    get connectionCount() {
+      return connections.size;
+    },
   };
+}
+
+/**
+ * What an operation start is audited with: a stream or an execution result is a success (as over
+ * HTTP, field errors keep 200); an answer without `data` is a refusal before execution — the
+ * AppError's status, 400 for GraphQL's own request errors (e.g. variables), 500 for anything else.
+ */
+function startStatus(result: unknown): number {
+  if (typeof result !== 'object' || result === null) return 200;
+  if (Symbol.asyncIterator in result || 'data' in result) return 200;
+  const error = (result as { errors?: readonly GraphQLError[] }).errors?.[0];
+  const app = appErrorOf(error);
+  if (app) return app.status;
+  return error && !error.originalError ? 400 : 500;
 }
 
 function keepAppErrorCode(error: GraphQLError): GraphQLError {
