@@ -16,6 +16,7 @@ import {
   type Weights,
 } from '../../src/liquidity/engine/score.js';
 import { backtestMeasures, indices, pearson, trajectoryOf } from '../../src/liquidity/engine/series.js';
+import { validateWeights } from '../../src/liquidity/profiles.js';
 
 const day = fc
   .integer({ min: 0, max: 800 })
@@ -61,9 +62,49 @@ const capsArb: fc.Arbitrary<PenaltyCaps> = fc.record(
 );
 
 describe('methodology 1.7 engine', () => {
-  it('default weights sum to 1 and every generated profile weight set sums to 1', () => {
+  it('default weights sum to 1', () => {
     expect(COMPONENTS.reduce((s, c) => s + DEFAULT_WEIGHTS[c], 0)).toBeCloseTo(1, 12);
-    fc.assert(fc.property(weightsArb, (w) => Math.abs(COMPONENTS.reduce((s, c) => s + w[c], 0) - 1) < 1e-9));
+    expect(validateWeights(DEFAULT_WEIGHTS)).toEqual(DEFAULT_WEIGHTS);
+  });
+
+  it('accepts a weight set exactly when every weight is non-negative and they sum to 1 within 1e-6', () => {
+    const anyWeight = fc.oneof(
+      fc.double({ min: -1, max: 2 }),
+      fc.constantFrom(0, 1, -0, Number.NaN, Number.POSITIVE_INFINITY),
+    );
+    const arbitrary = fc.record(
+      Object.fromEntries(COMPONENTS.map((c) => [c, anyWeight])) as Record<
+        keyof Weights,
+        fc.Arbitrary<number>
+      >,
+    );
+    // Valid sets nudged across the tolerance on one component, so both sides of the boundary are drawn.
+    const nudged = fc
+      .tuple(weightsArb, fc.constantFrom(...COMPONENTS), fc.double({ min: -3e-6, max: 3e-6, noNaN: true }))
+      .map(([w, c, d]) => ({ ...w, [c]: w[c] + d }));
+    const sumOf = (w: Weights) => COMPONENTS.reduce((s, c) => s + w[c], 0);
+    let accepted = 0;
+    let rejected = 0;
+    fc.assert(
+      fc.property(fc.oneof(arbitrary, weightsArb, nudged), (w) => {
+        const valid =
+          COMPONENTS.every((c) => Number.isFinite(w[c]) && w[c] >= 0) && Math.abs(sumOf(w) - 1) <= 1e-6;
+        let ok = true;
+        try {
+          validateWeights(w);
+        } catch (e) {
+          ok = false;
+          expect((e as Error).message).toMatch(/^weights(\.\w+)?: /);
+        }
+        if (ok) accepted++;
+        else rejected++;
+        expect(ok).toBe(valid);
+      }),
+      { numRuns: 2000 },
+    );
+    // Both outcomes were exercised.
+    expect(accepted).toBeGreaterThan(100);
+    expect(rejected).toBeGreaterThan(100);
   });
 
   it('keeps every component, every penalty and the score in range', () => {
@@ -102,7 +143,7 @@ describe('methodology 1.7 engine', () => {
     );
   });
 
-  it('a larger penalty never raises the score', () => {
+  it('a larger penalty never raises the score, under any valid weights and caps', () => {
     const worse = fc.constantFrom(
       'topHolderPct',
       'navDeviationBps',
@@ -110,37 +151,50 @@ describe('methodology 1.7 engine', () => {
       'staleness',
       'attestation' as const,
     );
+    const shiftDay = (d: string, n: number) =>
+      new Date(Date.parse(`${d}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
     fc.assert(
-      fc.property(inputsArb, worse, fc.double({ min: 0, max: 1e9, noNaN: true }), (inputs, which, amount) => {
-        const base = {
-          ...inputs,
-          topHolderPct: inputs.topHolderPct ?? 0,
-          navDeviationBps: inputs.navDeviationBps ?? 0,
-          redemptionQueueUsd: inputs.redemptionQueueUsd ?? 0,
-          lastAttestationDate: inputs.lastAttestationDate ?? inputs.asOf,
-        };
-        let bigger: ScoreInputs;
-        if (which === 'topHolderPct')
-          bigger = { ...base, topHolderPct: Math.min(100, base.topHolderPct + (amount % 100)) };
-        else if (which === 'navDeviationBps')
-          bigger = {
-            ...base,
-            navDeviationBps:
-              Math.sign(base.navDeviationBps || 1) * (Math.abs(base.navDeviationBps) + (amount % 10_000)),
+      fc.property(
+        inputsArb,
+        weightsArb,
+        capsArb,
+        worse,
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        fc.integer({ min: 0, max: 2000 }),
+        (inputs, weights, caps, which, amount, days) => {
+          // The attestation case starts at least 90 days old, where the issuer component no longer
+          // depends on it, so only the penalty moves.
+          const base: ScoreInputs = {
+            ...inputs,
+            topHolderPct: inputs.topHolderPct ?? 0,
+            navDeviationBps: inputs.navDeviationBps ?? 0,
+            redemptionQueueUsd: inputs.redemptionQueueUsd ?? 0,
+            lastAttestationDate: shiftDay(inputs.asOf, -90 - (days % 400)),
           };
-        else if (which === 'redemptionQueueUsd')
-          bigger = { ...base, redemptionQueueUsd: base.redemptionQueueUsd + amount };
-        // Older data and an older attestation: move asOf later with components held (AUM, issuer) by comparing penalties only.
-        else if (which === 'staleness') bigger = { ...base, dataDate: '2024-01-01' };
-        else bigger = { ...base, lastAttestationDate: '2020-01-01' };
-        const before = scoreProtocol(base);
-        const after = scoreProtocol(bigger);
-        const penaltyBefore = before.penalties.reduce((s, p) => s + p.points, 0);
-        const penaltyAfter = after.penalties.reduce((s, p) => s + p.points, 0);
-        expect(penaltyAfter).toBeGreaterThanOrEqual(penaltyBefore - 1e-9);
-        expect(after.score).toBeLessThanOrEqual(before.score);
-      }),
-      { numRuns: 500 },
+          let bigger: ScoreInputs;
+          if (which === 'topHolderPct')
+            bigger = { ...base, topHolderPct: Math.min(100, base.topHolderPct! + (amount % 100)) };
+          else if (which === 'navDeviationBps')
+            bigger = {
+              ...base,
+              navDeviationBps:
+                Math.sign(base.navDeviationBps || 1) *
+                Math.min(10_000, Math.abs(base.navDeviationBps!) + (amount % 10_000)),
+            };
+          else if (which === 'redemptionQueueUsd')
+            bigger = { ...base, redemptionQueueUsd: base.redemptionQueueUsd! + amount };
+          else if (which === 'staleness') bigger = { ...base, dataDate: shiftDay(base.dataDate, -days) };
+          else bigger = { ...base, lastAttestationDate: shiftDay(base.lastAttestationDate!, -days) };
+          const before = scoreProtocol(base, weights, caps);
+          const after = scoreProtocol(bigger, weights, caps);
+          // Isolation: the change moved no component, only penalties.
+          expect(after.components).toEqual(before.components);
+          const total = (r: typeof before) => r.penalties.reduce((s, p) => s + p.points, 0);
+          expect(total(after)).toBeGreaterThanOrEqual(total(before));
+          expect(after.score).toBeLessThanOrEqual(before.score);
+        },
+      ),
+      { numRuns: 1000 },
     );
   });
 
