@@ -55,7 +55,7 @@ const coreCommands: CliCommand[] = [
             account_id: creds.admin.accountId,
           },
         },
-        text: formatDemoCredentials(creds),
+        text: formatDemoCredentials(creds, config.publicUrl),
       };
     },
   },
@@ -104,9 +104,14 @@ export async function runCli(argv: string[]): Promise<number> {
 }
 
 async function dispatch(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
+  if (argv.length === 0) {
+    // No command is a usage error: the usage goes where errors go.
+    process.stderr.write(usage() + '\n');
+    return 2;
+  }
+  if (argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
     process.stdout.write(usage() + '\n');
-    return argv.length === 0 ? 1 : 0;
+    return 0;
   }
   const found = findCommand(argv);
   if (!found) {

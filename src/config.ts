@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseDuration } from './kernel/clock.js';
 import { Plan } from './kernel/plans.js';
@@ -161,9 +162,9 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     publicUrl,
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     redisUrl: env.REDIS_URL || undefined,
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: parseLogLevel(env.LOG_LEVEL, problems),
     demoSeed: bool('DEMO_SEED', true),
     maxActiveApiKeys: int('MAX_ACTIVE_API_KEYS', 5, 1, 1000),
     apiKeyRotationGraceMs: duration('API_KEY_ROTATION_GRACE', '24h'),
@@ -199,11 +200,42 @@ export function loadConfig(env: Env = process.env): Config {
   return config;
 }
 
-function parseTrustProxy(raw: string | undefined): boolean | number | string {
-  if (raw === undefined || raw === '' || raw === 'false') return false;
-  if (raw === 'true') return true;
-  if (/^\d+$/.test(raw)) return Number(raw);
-  return raw;
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+function parseLogLevel(raw: string | undefined, problems: string[]): string {
+  const level = raw?.trim().toLowerCase() || 'info';
+  if (LOG_LEVELS.includes(level)) return level;
+  problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${raw}')`);
+  return 'info';
+}
+
+/** Names proxy-addr understands besides addresses and CIDR ranges. */
+const PROXY_KEYWORDS = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isAddressOrRange(entry: string): boolean {
+  if (PROXY_KEYWORDS.includes(entry)) return true;
+  const [address, prefix, extra] = entry.split('/');
+  const version = isIP(address ?? '');
+  if (!version || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d+$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
+}
+
+function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | number | string {
+  const value = raw?.trim() ?? '';
+  if (value === '' || /^false$/i.test(value)) return false;
+  if (/^true$/i.test(value)) return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((e) => e.trim());
+  const bad = entries.filter((e) => !isAddressOrRange(e));
+  if (bad.length > 0) {
+    problems.push(
+      `TRUST_PROXY must be true, false, a hop count, or addresses/CIDR ranges (or ${PROXY_KEYWORDS.join('/')}) separated by commas; not understood: ${bad.map((b) => `'${b}'`).join(', ')}`,
+    );
+    return false;
+  }
+  return entries.join(',');
 }
 
 export function isPostgresUrl(url: string): boolean {

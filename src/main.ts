@@ -7,12 +7,11 @@ export async function serve(): Promise<void> {
   const config = loadConfig();
   const app = await buildApp(config);
   const { services } = app;
-  if (config.demoSeed && (await isEmpty(services.db.em()))) {
-    const creds = await seedDemo(services.db, services);
-    // Printed straight to stdout (not the JSON log) and only this once.
-    process.stdout.write(formatDemoCredentials(creds) + '\n');
-  }
+  const creds =
+    config.demoSeed && (await isEmpty(services.db.em())) ? await seedDemo(services.db, services) : null;
   const url = await app.listen();
+  // Printed straight to stdout (not the JSON log), once, with the address actually listened on.
+  if (creds) process.stdout.write(formatDemoCredentials(creds, url) + '\n');
   services.logger.info({ url, database: services.db.dialect }, `tidegate listening on ${url}`);
 
   let stopping = false;

@@ -41,6 +41,8 @@ describe('configuration', () => {
         DATABASE_URL: 'mysql://x',
         DEMO_SEED: 'maybe',
         API_KEY_ROTATION_GRACE: 'soon',
+        LOG_LEVEL: 'verbose',
+        TRUST_PROXY: '10.0.0.0/8, proxy.internal',
       });
       expect.unreachable();
     } catch (e) {
@@ -52,6 +54,21 @@ describe('configuration', () => {
       );
       expect(message).toContain("DEMO_SEED must be true or false (got 'maybe')");
       expect(message).toContain("API_KEY_ROTATION_GRACE: 'soon' is not a duration");
+      expect(message).toContain(
+        "LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got 'verbose')",
+      );
+      expect(message).toContain("not understood: 'proxy.internal'");
     }
+  });
+
+  it('understands every documented TRUST_PROXY form, in any case', () => {
+    expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: 'False' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,::1' }).trustProxy).toBe(
+      'loopback,10.0.0.0/8,::1',
+    );
+    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).toThrow(/not understood: '10.0.0.0\/33'/);
+    expect(loadConfig({ LOG_LEVEL: 'WARN' }).logLevel).toBe('warn');
   });
 });

@@ -77,8 +77,8 @@ export class ApiKey {
   @Property({ type: 'datetime', nullable: true })
   expiresAt?: Date | null;
 
-  /** The key this one replaced by rotation. */
-  @Property({ type: 'uuid', nullable: true })
+  /** The key this one replaced by rotation; a key has at most one successor. */
+  @Property({ type: 'uuid', nullable: true, unique: true })
   rotatedFromId?: string | null;
 }
 

@@ -1,3 +1,4 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, hashPassword, newSecret, sha256Hex, verifyPassword } from '../kernel/crypto.js';
@@ -189,7 +190,9 @@ export async function revokeApiKey(
 /**
  * Replaces a key: the new key has the same name, scopes and expiry; the old one keeps working
  * for the grace period so deployments can switch over. Rotation is allowed at the active-key
- * limit, since it replaces a key rather than adding one.
+ * limit, since it replaces a key rather than adding one. A key is rotated at most once: rotating
+ * it again would add keys past the limit and give the next successor the grace deadline as its
+ * expiry, so the caller is sent to the successor instead.
  */
 export async function rotateApiKey(
   em: EntityManager,
@@ -204,10 +207,25 @@ export async function rotateApiKey(
     if (!isKeyActive(old, now)) {
       throw new AppError('CONFLICT', `API key ${id} is revoked or expired and cannot be rotated`, { id });
     }
+    const successor = await tx.findOne(ApiKey, { rotatedFromId: old.id }, { fields: ['id'] });
+    if (successor) {
+      throw new AppError(
+        'CONFLICT',
+        `API key ${id} was already rotated; rotate its successor ${successor.id} instead`,
+        { id, successorId: successor.id },
+      );
+    }
     const graceEnd = new Date(now.getTime() + policy.rotationGraceMs);
     const created = issueKey(tx, old.account, old.name, old.scopes, now, old.expiresAt ?? null, old.id);
     if (!old.expiresAt || old.expiresAt > graceEnd) old.expiresAt = graceEnd;
-    await tx.flush();
+    try {
+      await tx.flush();
+    } catch (e) {
+      // A concurrent rotation of the same key committed first (unique rotated_from_id).
+      if (e instanceof UniqueConstraintViolationException)
+        throw new AppError('CONFLICT', `API key ${id} was already rotated`, { id });
+      throw e;
+    }
     return { ...created, previous: old };
   });
 }

@@ -3,6 +3,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Connection, PageArgs, toConnection, toPage } from '../gateway/connection.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { RequiresScopes } from '../gateway/directives.js';
+import { isUuid } from '../accounts/service.js';
 import { badInput } from '../kernel/errors.js';
 import { AuditRecord } from './entities.js';
 
@@ -67,6 +68,7 @@ export function auditFilter(args: {
   until?: Date | null;
 }): FilterQuery<AuditRecord> {
   if (args.since && args.until && args.since >= args.until) throw badInput('since', 'must be before until');
+  if (args.accountId && !isUuid(args.accountId)) throw badInput('accountId', 'must be a UUID');
   const at: Record<string, Date> = {};
   if (args.since) at.$gte = args.since;
   if (args.until) at.$lt = args.until;

@@ -72,6 +72,9 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     dialect: postgres ? 'postgresql' : 'sqlite',
     em: () => orm.em.fork() as EntityManager,
     async migrate() {
+      // MikroORM's migrator would quietly create a missing PostgreSQL database: a typo in
+      // DATABASE_URL must be an error, not a fresh empty database.
+      if (postgres) await assertPostgresDatabase(orm, url);
       const applied = await orm.getMigrator().up();
       return applied.map((m) => m.name);
     },
@@ -85,4 +88,26 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     },
     close: () => orm.close(true),
   };
+}
+
+async function assertPostgresDatabase(orm: MikroORM, url: string): Promise<void> {
+  try {
+    await orm.em.getConnection().execute('select 1');
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    const { hostname, port, pathname } = new URL(url);
+    const where = `${hostname}:${port || 5432}`;
+    if (code === '3D000') {
+      const name = decodeURIComponent(pathname.slice(1));
+      throw new Error(
+        `DATABASE_URL names PostgreSQL database '${name}' on ${where}, which does not exist; create it first (createdb ${name})`,
+      );
+    }
+    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT') {
+      throw new Error(
+        `Cannot reach PostgreSQL at ${where} (${code}); check DATABASE_URL and that the server runs`,
+      );
+    }
+    throw e;
+  }
 }

@@ -58,7 +58,7 @@ export async function seedDemo(
   });
 }
 
-export function formatDemoCredentials(creds: DemoCredentials): string {
+export function formatDemoCredentials(creds: DemoCredentials, baseUrl: string): string {
   const lines = [
     '',
     '================ tidegate demo credentials (shown once; stored only as hashes) ================',
@@ -66,7 +66,7 @@ export function formatDemoCredentials(creds: DemoCredentials): string {
       (a) => `  ${planLabel(a.plan).padEnd(13)} account ${a.accountId}  API key ${a.apiKey}`,
     ),
     `  Admin user     ${creds.admin.email}  password ${creds.admin.password}`,
-    '  Try:  curl -H "X-API-Key: <key>" "http://127.0.0.1:4000/v1/vessels/lookup?imo=9074729"',
+    `  Try:  curl -H "X-API-Key: <key>" "${baseUrl}/v1/vessels/lookup?imo=9074729"`,
     '===============================================================================================',
     '',
   ];

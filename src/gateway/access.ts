@@ -175,6 +175,12 @@ export class AccessPolicy {
       isRoot: boolean,
       fragmentPath: Set<string>,
     ) => {
+      // Fields selected on an interface or union (even __typename) read whichever type the
+      // answer turns out to be, so every possible type's rule applies; fragments on a concrete
+      // type apply only that type's rule.
+      if (isAbstractType(parent) && selectionSet.selections.some((s) => s.kind === Kind.FIELD)) {
+        for (const impl of this.schema.getPossibleTypes(parent)) applyType(impl);
+      }
       for (const selection of selectionSet.selections) {
         if (selection.kind === Kind.FIELD) {
           const name = selection.name.value;
@@ -272,21 +278,33 @@ export function checkAccess(req: Requirements, principal: Principal | null | und
     );
   }
   const missing: string[] = [];
+  // Requirements with alternatives (OR of AND-groups) that failed, each as its missing groups.
+  const alternatives: string[][][] = [];
   for (const groups of req.scopes) {
     const satisfied = groups.some((group) => group.every((s) => hasScope(principal.scopes, s)));
     if (satisfied) continue;
-    // Name the cheapest way to satisfy this field: the group with the fewest missing scopes.
-    const best = groups
+    const gaps = groups
       .map((group) => group.filter((s) => !hasScope(principal.scopes, s)))
-      .sort((a, b) => a.length - b.length)[0];
-    for (const s of best ?? []) if (!missing.includes(s)) missing.push(s);
+      .sort((a, b) => a.length - b.length);
+    // requiredScopes names the cheapest way to satisfy each field; anyOf keeps the other ways.
+    for (const s of gaps[0] ?? []) if (!missing.includes(s)) missing.push(s);
+    if (gaps.length > 1) alternatives.push(gaps);
   }
   if (missing.length > 0) {
+    const others = alternatives.map(
+      (gaps) =>
+        ` (or instead: ${gaps
+          .slice(1)
+          .map((g) => g.join(' + '))
+          .join(' or ')})`,
+    );
     errors.push(
       new AppError(
         'FORBIDDEN',
-        `Missing required scope${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`,
-        { requiredScopes: missing },
+        `Missing required scope${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}${others.join('')}`,
+        alternatives.length > 0
+          ? { requiredScopes: missing, anyOf: alternatives }
+          : { requiredScopes: missing },
       ),
     );
   }

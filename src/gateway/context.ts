@@ -43,9 +43,11 @@ export interface AdmissionResult {
 export interface Admission {
   /** Throws RATE_LIMIT_EXCEEDED / LIMIT_REACHED (with Retry-After) when the caller is over budget. */
   admit(principal: Principal, requirements: Requirements): Promise<AdmissionResult>;
+  /** The budget headers without spending, for answers that refuse the call before admission. */
+  peek(principal: Principal, requirements: Requirements): Promise<Record<string, string>>;
 }
 
-export const openAdmission: Admission = { admit: async () => ({ headers: {} }) };
+export const openAdmission: Admission = { admit: async () => ({ headers: {} }), peek: async () => ({}) };
 
 export interface DomainEvent<T = unknown> {
   /** Stable id: the same event always carries the same id, through every retry. */

@@ -50,6 +50,8 @@ const MAX_CACHED_KEYS = 10_000;
  */
 export class CredentialResolver {
   private readonly keyCache = new Map<string, CachedKey>();
+  /** SHA-256 of presented keys that were refused, until when the refusal may be reused. */
+  private readonly refusedKeys = new Map<string, number>();
   private readonly pendingLastUsed = new Map<string, Date>();
   private readonly verifiers: TokenVerifier[] = [];
   private flushTimer: NodeJS.Timeout | undefined;
@@ -82,8 +84,16 @@ export class CredentialResolver {
       }
     }
     this.keyCache.delete(hash);
+    const refusedUntil = this.refusedKeys.get(hash);
+    if (refusedUntil !== undefined && refusedUntil > now.getTime()) return null;
     const key = await findKeyBySecret(this.db.em(), secret);
-    if (!key || !isKeyActive(key, now)) return null;
+    if (!key || !isKeyActive(key, now)) {
+      // Unknown, revoked and expired keys never become valid again: remember the refusal briefly
+      // so a client retrying a dead key (or someone guessing) does not cost a query per request.
+      if (this.refusedKeys.size >= MAX_CACHED_KEYS) this.refusedKeys.clear();
+      this.refusedKeys.set(hash, now.getTime() + this.cacheTtlMs);
+      return null;
+    }
     const principal = principalForKey(key);
     if (this.keyCache.size >= MAX_CACHED_KEYS) {
       const oldest = this.keyCache.keys().next().value;
@@ -138,9 +148,10 @@ export class CredentialResolver {
     if (this.pendingLastUsed.size === 0) return;
     const batch = [...this.pendingLastUsed];
     this.pendingLastUsed.clear();
-    const at = batch.reduce((max, [, d]) => (d > max ? d : max), batch[0]![1]);
     try {
-      await this.db.em().nativeUpdate(ApiKey, { id: { $in: batch.map(([id]) => id) } }, { lastUsedAt: at });
+      await this.db.em().transactional(async (tx) => {
+        for (const [id, at] of batch) await tx.nativeUpdate(ApiKey, { id }, { lastUsedAt: at });
+      });
     } catch {
       // The database may be closing; losing a last-used timestamp is harmless.
     }

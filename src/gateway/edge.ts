@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import './fastify-types.js';
-import { AppError, ERROR_CODES, unauthenticated } from '../kernel/errors.js';
+import { AppError, ERROR_CODES, unauthenticated, withHeaders } from '../kernel/errors.js';
 import type { AuditWriter } from '../audit/writer.js';
 import { extractCredential, type CredentialResolver } from './credentials.js';
 
@@ -61,10 +61,7 @@ function withChallenge(error: AppError, presentation: 'bearer' | 'x-api-key'): A
     presentation === 'bearer'
       ? 'Bearer realm="tidegate", error="invalid_token", error_description="The access token is missing, invalid, expired or revoked"'
       : 'Bearer realm="tidegate"';
-  return new AppError(error.code, error.message, error.details, {
-    ...error.headers,
-    'WWW-Authenticate': challenge,
-  });
+  return withHeaders(error, { 'WWW-Authenticate': challenge });
 }
 
 /** Maps anything thrown on a route to the service's error shapes (REST or GraphQL). */

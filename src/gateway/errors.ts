@@ -1,5 +1,5 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { AppError, ERROR_CODES, isAppError } from '../kernel/errors.js';
+import { AppError, isAppError } from '../kernel/errors.js';
 
 /** Turns an AppError into the GraphQLError clients see; the HTTP status rides along for whole-request failures. */
 export function toGraphQLError(error: AppError): GraphQLError {
@@ -46,9 +46,4 @@ export function formatGraphQLError(
     path: formatted.path,
     extensions: { code: 'INTERNAL_SERVER_ERROR' },
   };
-}
-
-/** HTTP status for a REST response carrying this error. */
-export function statusOf(error: AppError): number {
-  return ERROR_CODES[error.code].status;
 }

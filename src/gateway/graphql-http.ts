@@ -24,11 +24,18 @@ function accessPlugin(policy: AccessPolicy, services: AppServices): ApolloServer
     async requestDidStart() {
       return {
         async didResolveOperation(rc) {
+          // No operation could be picked (several without operationName, or an unknown name):
+          // Apollo answers that itself with 400 OPERATION_RESOLUTION_FAILURE.
+          if (!rc.operation) return;
           const ctx = rc.contextValue;
-          const requirements = policy.requirements(rc.document, rc.operationName);
+          const requirements = policy.requirements(rc.document, rc.operation.name?.value);
           ctx.meta.operation = `${requirements.operationType} ${requirements.operationName ?? '(anonymous)'}`;
           const denied = checkAccess(requirements, ctx.principal);
-          if (denied.length > 0) throw toGraphQLError(combineDenials(denied));
+          if (denied.length > 0) {
+            if (ctx.principal)
+              Object.assign(ctx.meta.headers, await services.admission.peek(ctx.principal, requirements));
+            throw toGraphQLError(combineDenials(denied));
+          }
           if (ctx.principal) {
             try {
               Object.assign(

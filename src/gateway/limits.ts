@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { Config } from '../config.js';
+import type { Config, PlanLimit } from '../config.js';
 import { MINUTE, type Clock } from '../kernel/clock.js';
 import { AppError } from '../kernel/errors.js';
 import { planLabel } from '../kernel/plans.js';
@@ -21,6 +21,8 @@ import type { Admission, AdmissionResult } from './context.js';
 /** Atomic counter with expiry: returns the value after incrementing. */
 export interface CounterStore {
   increment(key: string, ttlMs: number): Promise<number>;
+  /** The current value (0 when absent or expired), without changing it. */
+  get(key: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,11 @@ export class MemoryCounterStore implements CounterStore {
       return 1;
     }
     return ++current.count;
+  }
+
+  async get(key: string): Promise<number> {
+    const current = this.counters.get(key);
+    return current && current.expiresAt > this.clock.now().getTime() ? current.count : 0;
   }
 
   async close(): Promise<void> {}
@@ -67,6 +74,10 @@ export class RedisCounterStore implements CounterStore {
     return Number(await this.redis.eval(INCREMENT_SCRIPT, 1, `${this.prefix}${key}`, String(ttlMs)));
   }
 
+  async get(key: string): Promise<number> {
+    return Number((await this.redis.get(`${this.prefix}${key}`)) ?? 0);
+  }
+
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
@@ -90,6 +101,13 @@ function monthWindow(now: Date): Window {
 
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
+interface Budget {
+  /** Whose counters: the account (plan budget) or one credential (port-operations budget). */
+  subject: string;
+  limits: PlanLimit;
+  planBudget: boolean;
+}
+
 export class RateLimiter implements Admission {
   constructor(
     private readonly config: Pick<Config, 'planLimits' | 'portOpsPerMinute'>,
@@ -97,23 +115,45 @@ export class RateLimiter implements Admission {
     private readonly store: CounterStore,
   ) {}
 
-  async admit(principal: Principal, requirements: Requirements): Promise<AdmissionResult> {
-    const now = this.clock.now();
-    const minute = minuteWindow(now);
-    const planBudget = requirements.plan !== undefined;
-    const subject = planBudget
-      ? `acct:${principal.accountId}`
-      : `cred:${principal.credential.kind}:${principal.credential.id}`;
-    const limits = planBudget
-      ? this.config.planLimits[principal.plan]
-      : { perMinute: this.config.portOpsPerMinute, perMonth: null };
+  /**
+   * Plan-gated operations (the liquidity API) spend the account's plan budget. Admins pass plan
+   * gates, so their calls are not charged to the account's plan (an Observer account's operator
+   * would otherwise be refused at 0 per minute): like everything else they spend a per-credential
+   * budget.
+   */
+  private budgetOf(principal: Principal, requirements: Requirements): Budget {
+    const planBudget = requirements.plan !== undefined && !principal.scopes.has('admin');
+    return planBudget
+      ? { subject: `acct:${principal.accountId}`, limits: this.config.planLimits[principal.plan], planBudget }
+      : {
+          subject: `cred:${principal.credential.kind}:${principal.credential.id}`,
+          limits: { perMinute: this.config.portOpsPerMinute, perMonth: null },
+          planBudget,
+        };
+  }
 
-    const used = await this.store.increment(`${subject}:${minute.id}`, minute.endsAt - now.getTime() + 1000);
-    const headers: Record<string, string> = {
+  private minuteHeaders(limits: PlanLimit, used: number, minute: Window): Record<string, string> {
+    return {
       'X-RateLimit-Limit': String(limits.perMinute),
       'X-RateLimit-Remaining': String(Math.max(0, limits.perMinute - used)),
       'X-RateLimit-Reset': String(Math.ceil(minute.endsAt / 1000)),
     };
+  }
+
+  /** The budget's headers without spending from it: for answers that refuse the call (402, 403). */
+  async peek(principal: Principal, requirements: Requirements): Promise<Record<string, string>> {
+    const minute = minuteWindow(this.clock.now());
+    const { subject, limits } = this.budgetOf(principal, requirements);
+    return this.minuteHeaders(limits, await this.store.get(`${subject}:${minute.id}`), minute);
+  }
+
+  async admit(principal: Principal, requirements: Requirements): Promise<AdmissionResult> {
+    const now = this.clock.now();
+    const minute = minuteWindow(now);
+    const { subject, limits, planBudget } = this.budgetOf(principal, requirements);
+
+    const used = await this.store.increment(`${subject}:${minute.id}`, minute.endsAt - now.getTime() + 1000);
+    const headers = this.minuteHeaders(limits, used, minute);
     if (used > limits.perMinute) {
       const retryAfter = String(seconds(minute.endsAt - now.getTime()));
       const scope = planBudget ? `the ${planLabel(principal.plan)} plan allows` : 'port operations allow';

@@ -13,7 +13,8 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { AppError, badInput, notFound } from '../kernel/errors.js';
+import { AppError, badInput, notFound, withHeaders } from '../kernel/errors.js';
+import type { Principal } from '../kernel/principal.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
 import { createContext, type AppServices } from './context.js';
 import { appErrorOf } from './errors.js';
@@ -126,7 +127,7 @@ async function runRoute(
 ): Promise<void> {
   const principal = request.principal ?? null;
   const denied = checkAccess(p.requirements, principal);
-  if (denied.length > 0) throw denied[0];
+  if (denied.length > 0) throw await refusal(services, principal, p.requirements, denied[0]!);
   if (principal) {
     const admitted = await services.admission.admit(principal, p.requirements);
     reply.headers(admitted.headers);
@@ -134,7 +135,7 @@ async function runRoute(
   const variables = bindVariables(p.route, request);
   const ctx = createContext(services, request.id, principal);
   const result = await p.compiled.query(undefined, ctx, variables);
-  if (result.errors && result.errors.length > 0) throw restErrorOf(result.errors[0]);
+  if (result.errors && result.errors.length > 0) throw restErrorOf(result.errors[0], p.route);
   const body = pathGet(result.data, p.route.result);
   if ((body === null || body === undefined) && p.route.notFound) {
     const { resource, param } = p.route.notFound;
@@ -160,19 +161,58 @@ export async function authorizeField(
   const requirements = services.policy.fieldRequirements(coordinate);
   const principal = request.principal ?? null;
   const denied = checkAccess(requirements, principal);
-  if (denied.length > 0 || !principal) throw denied[0];
+  if (denied.length > 0 || !principal) throw await refusal(services, principal, requirements, denied[0]!);
   const admitted = await services.admission.admit(principal, requirements);
   reply.headers(admitted.headers);
   return principal;
 }
 
-function restErrorOf(error: unknown): AppError {
+/** A refused call (401/402/403) still tells a known caller where its rate-limit budget stands. */
+export async function refusal(
+  services: AppServices,
+  principal: Principal | null,
+  requirements: Requirements,
+  error: AppError,
+): Promise<AppError> {
+  return principal ? withHeaders(error, await services.admission.peek(principal, requirements)) : error;
+}
+
+function restErrorOf(error: unknown, route: RestRoute): AppError {
   const app = appErrorOf(error);
   if (app) return app;
   const message = error instanceof Error ? error.message : String(error);
   // Variable coercion errors from the compiled query are the caller's fault.
-  if (/^Variable "\$/.test(message)) return new AppError('BAD_USER_INPUT', message);
+  const coercion = coercionError(message, route);
+  if (coercion) return coercion;
   throw error;
+}
+
+const COERCION = /^Variable "\$(\w+)" got invalid value .*?; (.*)$/s;
+const NOT_PROVIDED = /^Field value\.([\w.]+) of required type (\S+) was not provided\.?$/;
+const NOT_DEFINED = /^Field "?(?:value\.)?([\w.]+)"? is not defined by type "?(\w+)"?\.?/;
+const EXPECTED = /^Expected type "?([\w![\]]+)"?\.?\s*(.*)$/s;
+
+/**
+ * Turns the query engine's variable-coercion wording ('Variable "$input" got invalid value …')
+ * into `field: rule`, naming the field the way the HTTP caller sent it.
+ */
+export function coercionError(message: string, route: RestRoute): AppError | undefined {
+  const match = COERCION.exec(message);
+  if (!match) return undefined;
+  const [, variable, reason] = match as unknown as [string, string, string];
+  const spec = route.variables?.[variable];
+  // A variable of the route is named as the caller sent it; anything else is a field of the body.
+  const httpName = spec ? (spec.name ?? variable) : variable;
+  const missing = NOT_PROVIDED.exec(reason);
+  if (missing) return badInput(missing[1]!, `is required (${missing[2]})`);
+  const unknown = NOT_DEFINED.exec(reason);
+  if (unknown) return badInput(unknown[1]!, 'is not a known field');
+  const expected = EXPECTED.exec(reason);
+  if (expected) {
+    const detail = expected[2]?.trim();
+    return badInput(httpName, `must be of type ${expected[1]}${detail ? ` (${detail})` : ''}`);
+  }
+  return badInput(httpName, reason);
 }
 
 function pathGet(data: unknown, path: string): unknown {

@@ -81,3 +81,8 @@ export const conflict = (message: string, details: Record<string, unknown> = {})
 export function isAppError(e: unknown): e is AppError {
   return e instanceof AppError;
 }
+
+/** The same error with more response headers (a challenge, the caller's rate-limit standing …). */
+export function withHeaders(error: AppError, headers: Record<string, string>): AppError {
+  return new AppError(error.code, error.message, { ...error.details }, { ...error.headers, ...headers });
+}

@@ -86,6 +86,61 @@ describeEachDialect('API keys', (dialect) => {
     expect((await rest(server.url, LOOKUP, { key: rotated.secret })).status).toBe(200);
   });
 
+  it('rotates a key once: the successor keeps the original expiry, a second rotation is refused', async () => {
+    const expiresAt = new Date(clock.now().getTime() + 10 * DAY);
+    const { key } = await createApiKey(
+      em(),
+      clock,
+      { ...policy, maxActiveKeys: 100 },
+      {
+        accountId,
+        expiresAt,
+        name: 'ci',
+      },
+    );
+    const first = await rotateApiKey(em(), clock, policy, key.id);
+    expect(first.key.expiresAt!.getTime()).toBe(expiresAt.getTime());
+    expect(first.previous.expiresAt!.getTime()).toBe(clock.now().getTime() + 24 * HOUR);
+
+    const before = await em().count(ApiKey, {});
+    await expect(rotateApiKey(em(), clock, policy, key.id)).rejects.toThrow(
+      `API key ${key.id} was already rotated; rotate its successor ${first.key.id} instead`,
+    );
+    expect(await em().count(ApiKey, {})).toBe(before);
+    // The successor itself can be rotated, and its successor inherits the same original expiry.
+    const second = await rotateApiKey(em(), clock, policy, first.key.id);
+    expect(second.key.expiresAt!.getTime()).toBe(expiresAt.getTime());
+  });
+
+  it('two concurrent rotations of one key give one successor', async () => {
+    const { createAccount } = await import('../../src/accounts/service.js');
+    const account = await createAccount(em(), clock, { name: `Race ${dialect}`, plan: 'ANALYST' });
+    const { key } = await createApiKey(em(), clock, policy, { accountId: account.id, name: 'race' });
+    const results = await Promise.allSettled([
+      rotateApiKey(em(), clock, policy, key.id),
+      rotateApiKey(em(), clock, policy, key.id),
+    ]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const refused = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(isAppError(refused.reason) && refused.reason.code).toBe('CONFLICT');
+    expect(await em().count(ApiKey, { rotatedFromId: key.id })).toBe(1);
+  });
+
+  it('records when each key was last used, per key', async () => {
+    const roomy = { ...policy, maxActiveKeys: 100 };
+    const first = await createApiKey(em(), clock, roomy, { accountId, name: 'first' });
+    const second = await createApiKey(em(), clock, roomy, { accountId, name: 'second' });
+    const firstUse = clock.now().getTime();
+    await rest(server.url, LOOKUP, { key: first.secret });
+    clock.advance(HOUR);
+    await rest(server.url, LOOKUP, { key: second.secret });
+    await server.app.services.credentials.flushLastUsed();
+    const stamped = await em().find(ApiKey, { id: { $in: [first.key.id, second.key.id] } });
+    const at = (id: string) => stamped.find((k) => k.id === id)!.lastUsedAt!.getTime();
+    expect(at(first.key.id)).toBe(firstUse);
+    expect(at(second.key.id)).toBe(firstUse + HOUR);
+  });
+
   it('refuses bad input with errors naming the field', async () => {
     const attempts: Array<[Record<string, unknown>, RegExp]> = [
       [{ accountId, scopes: 'read:vessels nope:read' }, /scopes: unknown scope: nope:read/],
@@ -150,5 +205,21 @@ describe('REST error shapes', () => {
       code: 'NOT_FOUND',
       requestId: replaced.headers.get('x-request-id'),
     });
+  });
+});
+
+describe('refused keys', () => {
+  let server: TestServer;
+  const statements: string[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({ onQuery: (sql) => statements.push(sql) });
+  });
+  afterAll(() => server?.close());
+
+  it('are remembered briefly, so retrying a dead key does not query the database each time', async () => {
+    const dead = `tg_${'x'.repeat(43)}`;
+    statements.length = 0;
+    for (let i = 0; i < 3; i++) expect((await rest(server.url, LOOKUP, { key: dead })).status).toBe(401);
+    expect(statements.filter((s) => /from .api_keys.*secret_hash/.test(s))).toHaveLength(1);
   });
 });

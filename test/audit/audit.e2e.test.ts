@@ -97,6 +97,14 @@ describeEachDialect('audit log', (dialect) => {
       message: 'first: must be between 1 and 100 (got 101)',
       extensions: { code: 'BAD_USER_INPUT' },
     });
+    // Not a raw database error (PostgreSQL would refuse the uuid comparison).
+    const badAccount = await gql(server.url, '{ auditLog(accountId: "not-a-uuid") { totalCount } }', {
+      key: admin.secret,
+    });
+    expect(badAccount.body.errors![0]).toMatchObject({
+      message: 'accountId: must be a UUID',
+      extensions: { code: 'BAD_USER_INPUT', field: 'accountId' },
+    });
   });
 
   it('groups a session by credential, network prefix and user agent', () => {

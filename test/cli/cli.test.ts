@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { emptyDatabase } from '../helpers/db.js';
+import { describeEachDialect } from '../helpers/env.js';
 import { rest, startTestServer, type TestServer } from '../helpers/server.js';
 
 const run = promisify(execFile);
@@ -24,14 +23,14 @@ async function tidegate(
   }
 }
 
-describe('tidegate CLI', () => {
-  let dir: string;
+describeEachDialect('tidegate CLI', (dialect) => {
+  let database: { url: string; drop(): Promise<void> };
   let db: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'tidegate-cli-'));
-    db = join(dir, 'cli.sqlite');
+  beforeAll(async () => {
+    database = await emptyDatabase(dialect);
+    db = database.url;
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => database?.drop());
 
   it('creates accounts, users and keys on a fresh database, printing one JSON object each', async () => {
     const account = await tidegate(
@@ -110,6 +109,7 @@ describe('tidegate CLI', () => {
       [['keys', 'revoke'], /expected ID/],
       [['keys', 'create', '--account', 'x', '--bogus'], /Unknown option '--bogus'/],
       [['frobnicate'], /unknown command 'frobnicate'/],
+      [['audit', 'export', '--account', 'not-a-uuid'], /accountId: must be a UUID/],
     ];
     for (const [args, message] of cases) {
       const res = await tidegate(db, ...args, '--json');
@@ -117,6 +117,10 @@ describe('tidegate CLI', () => {
       expect(res.stderr).toMatch(message);
       expect(res.stdout).toBe('');
     }
+    const bare = await tidegate(db);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/Usage: tidegate <command>/);
+    expect(bare.stdout).toBe('');
   });
 
   it('exports the audit log as JSON lines', async () => {
@@ -129,10 +133,10 @@ describe('tidegate CLI', () => {
   });
 });
 
-describe('a key revoked with the CLI', () => {
+describeEachDialect('a key revoked with the CLI', (dialect) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ env: { REVOCATION_POLL: '1s' } });
+    server = await startTestServer({ dialect, env: { REVOCATION_POLL: '1s' } });
   });
   afterAll(() => server?.close());
 

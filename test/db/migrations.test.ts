@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { ReferenceKind } from '@mikro-orm/core';
+import { Client } from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/orm.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { describeEachDialect } from '../helpers/env.js';
+import { TEST_POSTGRES_URL, describeEachDialect, describeWithPostgres } from '../helpers/env.js';
 
 describeEachDialect('checked-in migrations', (dialect) => {
   let database: TestDatabase;
@@ -41,5 +44,26 @@ describeEachDialect('checked-in migrations', (dialect) => {
 
   it('are idempotent: a second run applies nothing', async () => {
     expect(await database.db.migrate()).toEqual([]);
+  });
+});
+
+describeWithPostgres('a DATABASE_URL naming a missing PostgreSQL database', () => {
+  it('is refused with a clear message instead of being created', async () => {
+    const url = new URL(TEST_POSTGRES_URL!);
+    const name = `tidegate_missing_${randomBytes(4).toString('hex')}`;
+    url.pathname = `/${name}`;
+    const db = await openDatabase(url.toString());
+    try {
+      await expect(db.migrate()).rejects.toThrow(
+        `DATABASE_URL names PostgreSQL database '${name}' on ${url.hostname}:${url.port || 5432}, which does not exist; create it first (createdb ${name})`,
+      );
+    } finally {
+      await db.close();
+    }
+    const admin = new Client({ connectionString: TEST_POSTGRES_URL });
+    await admin.connect();
+    const found = await admin.query('select 1 from pg_database where datname = $1', [name]);
+    await admin.end();
+    expect(found.rowCount).toBe(0);
   });
 });

@@ -69,11 +69,21 @@ describe('access pass', () => {
     expect(missing('{ node { id ... on Invoice { id } } }', principal([]))).toEqual(['read:invoices']);
   });
 
+  it('applies the type rules of every possible type of an interface or union, fragments or not', () => {
+    // Without any fragment the answer may still be an Invoice.
+    expect(missing('{ node { id } }', principal([]))).toEqual(['read:invoices']);
+    expect(missing('{ search { __typename } }', principal([]))).toEqual(['read:invoices']);
+    expect(codes('{ node { id } }', principal(['read:invoices']))).toEqual([]);
+  });
+
   it('treats groups as OR of AND', () => {
     expect(codes('{ either }', principal(['read:port_calls', 'read:vessels']))).toEqual([]);
     expect(codes('{ either }', principal(['read:analytics']))).toEqual([]);
-    // Names the cheapest group to complete.
+    // Names the cheapest group to complete, and keeps the other ways in anyOf and the message.
     expect(missing('{ either }', principal(['read:port_calls']))).toEqual(['read:vessels']);
+    const [error] = checkAccess(req('{ either }'), principal(['read:port_calls']));
+    expect(error!.details.anyOf).toEqual([[['read:vessels'], ['read:analytics']]]);
+    expect(error!.message).toBe('Missing required scope: read:vessels (or instead: read:analytics)');
   });
 
   it('lets admin satisfy every scope and every plan', () => {

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { GENERATED_FILE, generateTypedDocuments } from '../../codegen.js';
-import { printGatewaySchema } from '../../src/gateway/schema.js';
+import { AccessPolicy } from '../../src/gateway/access.js';
+import { gatewaySchema, printGatewaySchema } from '../../src/gateway/schema.js';
 
 describe('checked-in artifacts', () => {
   it('schema/schema.graphql matches the code-first schema (run `npm run schema`)', () => {
@@ -19,5 +20,17 @@ describe('checked-in artifacts', () => {
     expect(sdl).toContain('directive @authenticated');
     expect(sdl).toMatch(/vessel\(imo: String!\): Vessel @requiresScopes\(scopes: \[\["read:vessels"\]\]\)/);
     expect(sdl).toMatch(/viewer: Viewer! @authenticated/);
+  });
+
+  it('every root field but viewer names the scopes it needs', () => {
+    const schema = gatewaySchema();
+    const policy = new AccessPolicy(schema);
+    const unscoped = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]
+      .flatMap((type) =>
+        type ? Object.keys(type.getFields()).map((field) => [type.name, field] as const) : [],
+      )
+      .filter(([type, field]) => !policy.ruleOf(type, field)?.scopes)
+      .map(([type, field]) => `${type}.${field}`);
+    expect(unscoped).toEqual(['Query.viewer']);
   });
 });

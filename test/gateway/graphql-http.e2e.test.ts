@@ -151,6 +151,31 @@ describeEachDialect('/graphql over HTTP', (dialect) => {
       extensions: { code: 'FORBIDDEN', requiredScopes: ['read:vessels'] },
     });
     expect(statements.filter((s) => /vessels/.test(s))).toEqual([]);
+    // The allowed field of a partly allowed operation does not run either: portCalls would read
+    // port_calls (vessel lookups may be served from a cache, port-call pages never are).
+    statements.length = 0;
+    const mixed = await gql(server.url, `{ portCalls(first: 1) { totalCount } ${VESSEL.slice(1, -1)} }`, {
+      key: secret,
+    });
+    expect(mixed.status).toBe(403);
+    expect(mixed.body.errors![0]!.extensions).toMatchObject({ requiredScopes: ['read:vessels'] });
+    expect(statements.filter((s) => /port_calls/.test(s))).toEqual([]);
+  });
+
+  it('answers a document whose operation cannot be chosen with 400, not 500', async () => {
+    const key = server.key('INSTITUTIONAL');
+    const several = await gql(server.url, 'query A { viewer { plan } } query B { viewer { plan } }', { key });
+    expect(several.status).toBe(400);
+    expect(several.body.errors![0]!.extensions!.code).toBe('OPERATION_RESOLUTION_FAILURE');
+    const res = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ query: 'query A { viewer { plan } }', operationName: 'Z' }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { errors: Array<{ message: string }> }).errors[0]!.message).toMatch(
+      /Unknown operation named "Z"/,
+    );
   });
 
   it('accepts the resource-first scope spelling on keys', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.js';
-import { gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('plan rate limits over HTTP (REST and GraphQL share one budget)', () => {
   let server: TestServer;
@@ -49,6 +49,44 @@ describe('plan rate limits over HTTP (REST and GraphQL share one budget)', () =>
     const next = await rest(server.url, '/v1/market', { key });
     expect(next.status).toBe(200);
     expect(next.headers.get('x-ratelimit-remaining')).toBe('59');
+  });
+});
+
+describe('rate-limit headers on refusals, and admins', () => {
+  let server: TestServer;
+  const clock = new ManualClock('2026-07-01T12:00:05Z');
+  beforeAll(async () => {
+    server = await startTestServer({ clock });
+  });
+  afterAll(() => server?.close());
+
+  it('402 and 403 still carry X-RateLimit-* and spend nothing', async () => {
+    const key = server.key('ANALYST');
+    const exported = await rest(server.url, '/v1/export', { key });
+    expect(exported.status).toBe(402);
+    expect(exported.headers.get('x-ratelimit-limit')).toBe('60');
+    expect(exported.headers.get('x-ratelimit-remaining')).toBe('60');
+    const graphql = await gql(server.url, '{ scoringProfiles { totalCount } }', { key });
+    expect(graphql.status).toBe(402);
+    expect(graphql.headers.get('x-ratelimit-remaining')).toBe('60');
+
+    const { secret } = await createKey(server, { scopes: 'read:port_calls' });
+    const forbidden = await rest(server.url, '/v1/vessels/lookup?imo=9074729', { key: secret });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.headers.get('x-ratelimit-limit')).toBe('600');
+    expect(forbidden.headers.get('x-ratelimit-remaining')).toBe('600');
+    // The refusals spent nothing: the first admitted call leaves 59.
+    expect((await rest(server.url, '/v1/market', { key })).headers.get('x-ratelimit-remaining')).toBe('59');
+  });
+
+  it("charges an admin's liquidity calls to the admin's credential, not the account's plan", async () => {
+    const observer = server.demo.accounts.find((a) => a.plan === 'OBSERVER')!;
+    const { secret } = await createKey(server, { accountId: observer.accountId, scopes: 'admin' });
+    const res = await rest(server.url, '/v1/market', { key: secret });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-ratelimit-limit')).toBe('600');
+    // The Observer plan itself still has no API access.
+    expect((await rest(server.url, '/v1/market', { key: observer.apiKey })).status).toBe(402);
   });
 });
 

@@ -3,8 +3,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { emptyDatabase } from '../helpers/db.js';
+import { describeEachDialect } from '../helpers/env.js';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -18,10 +20,17 @@ async function freePort(): Promise<number> {
 async function startProcess(
   dir: string,
   port: number,
+  databaseUrl: string,
 ): Promise<{ child: ChildProcess; output: () => string }> {
   mkdirSync(dir, { recursive: true });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(port), DATABASE_URL: join(dir, 'db.sqlite'), LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      DOCUMENTS_DIR: join(dir, 'documents'),
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -34,24 +43,40 @@ async function startProcess(
   throw new Error(`server did not start:\n${out}`);
 }
 
-describe('process lifecycle', () => {
+describeEachDialect('process lifecycle', (dialect) => {
   let dir: string;
+  const databases: Array<{ url: string; drop(): Promise<void> }> = [];
+  /** A database no process has touched yet: a file under dir, or a new PostgreSQL database. */
+  const freshDatabase = async (name: string) => {
+    if (dialect === 'sqlite') return join(dir, name, 'db.sqlite');
+    const database = await emptyDatabase('postgresql');
+    databases.push(database);
+    return database.url;
+  };
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'tidegate-life-'));
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    for (const database of databases) await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('prints demo credentials on the first start only, and serves /healthz and /readyz', async () => {
     const port = await freePort();
-    const first = await startProcess(dir, port);
+    const databaseUrl = await freshDatabase('first');
+    const first = await startProcess(join(dir, 'first'), port, databaseUrl);
     expect(first.output()).toMatch(/demo credentials/);
+    // The hint names the address the server really listens on.
+    expect(first.output()).toContain(
+      `curl -H "X-API-Key: <key>" "http://127.0.0.1:${port}/v1/vessels/lookup`,
+    );
     expect(first.output()).toMatch(/Analyst\s+account \S+\s+API key tg_/);
     expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toEqual({ status: 'ok' });
     expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     first.child.kill('SIGTERM');
     await new Promise((r) => first.child.once('exit', r));
 
-    const second = await startProcess(dir, port);
+    const second = await startProcess(join(dir, 'first'), port, databaseUrl);
     expect(second.output()).not.toMatch(/demo credentials|tg_|password/);
     second.child.kill('SIGINT');
     expect(await new Promise((r) => second.child.once('exit', (code) => r(code)))).toBe(0);
@@ -59,7 +84,7 @@ describe('process lifecycle', () => {
 
   it('on SIGTERM finishes in-flight requests, closes WebSockets with 1001 and exits 0', async () => {
     const port = await freePort();
-    const { child, output } = await startProcess(join(dir, 'fresh'), port);
+    const { child, output } = await startProcess(join(dir, 'fresh'), port, await freshDatabase('fresh'));
     const key = /Analyst\s+account \S+\s+API key (\S+)/.exec(output())?.[1] ?? '';
 
     // A request whose body is still arriving when the signal lands.

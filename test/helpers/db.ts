@@ -54,3 +54,36 @@ export async function createTestDatabase(
     },
   };
 }
+
+/**
+ * An empty database that nothing has opened yet (no tables): a path in a temp directory, or a
+ * freshly created PostgreSQL database. For tests of what the CLI or a new process does to it.
+ */
+export async function emptyDatabase(
+  dialect: 'sqlite' | 'postgresql',
+): Promise<{ url: string; drop(): Promise<void> }> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'tidegate-empty-'));
+    return {
+      url: join(dir, 'empty.sqlite'),
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  if (!TEST_POSTGRES_URL) throw new Error('TEST_POSTGRES_URL is not set');
+  const name = `tidegate_test_${randomBytes(6).toString('hex')}`;
+  const admin = new Client({ connectionString: TEST_POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(TEST_POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new Client({ connectionString: TEST_POSTGRES_URL });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}

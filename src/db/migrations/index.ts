@@ -4,6 +4,7 @@ import { Migration20261122000300Auth } from './Migration20261122000300Auth.js';
 import { Migration20261122000600Events } from './Migration20261122000600Events.js';
 import { Migration20261122000700PortOps } from './Migration20261122000700PortOps.js';
 import { Migration20261122000800Liquidity } from './Migration20261122000800Liquidity.js';
+import { Migration20261123000100KeyRotation } from './Migration20261123000100KeyRotation.js';
 import { Migration20261123000800LiquidityRevisions } from './Migration20261123000800LiquidityRevisions.js';
 
 /**
@@ -16,5 +17,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000600Events', class: Migration20261122000600Events },
   { name: 'Migration20261122000700PortOps', class: Migration20261122000700PortOps },
   { name: 'Migration20261122000800Liquidity', class: Migration20261122000800Liquidity },
+  { name: 'Migration20261123000100KeyRotation', class: Migration20261123000100KeyRotation },
   { name: 'Migration20261123000800LiquidityRevisions', class: Migration20261123000800LiquidityRevisions },
 ];

@@ -1,0 +1,62 @@
+import { buildSchema, parse } from 'graphql';
+import { compileQuery, isCompiledQuery } from 'graphql-jit';
+import { describe, expect, it } from 'vitest';
+import { coercionError } from '../../src/gateway/rest.js';
+import type { RestRoute } from '../../src/gateway/rest-routes.js';
+
+// The messages come from the real query engine, so a change in its wording fails this test.
+const schema = buildSchema(`
+  input LineInput { description: String! quantity: Int! }
+  input OrderInput { vendorId: ID! dueDate: Int lines: [LineInput!]! }
+  type Query { order(input: OrderInput!, pageSize: Int): String }
+`);
+const compiled = compileQuery(
+  schema,
+  parse('query Order($input: OrderInput!, $pageSize: Int) { order(input: $input, pageSize: $pageSize) }'),
+  'Order',
+);
+if (!isCompiledQuery(compiled)) throw new Error('test query does not compile');
+
+const route: RestRoute = {
+  method: 'POST',
+  path: '/v1/orders',
+  operation: 'Order',
+  result: 'order',
+  variables: {
+    input: { from: 'body', type: 'json', required: true },
+    pageSize: { from: 'query', name: 'page_size', type: 'json' },
+  },
+};
+
+async function errorFor(variables: Record<string, unknown>) {
+  const result = await compiled.query(undefined, {}, variables);
+  const message = result.errors?.[0]?.message ?? '';
+  const error = coercionError(message, route);
+  if (!error) throw new Error(`not recognised as a coercion error: ${message}`);
+  return { message: error.message, field: error.details.field };
+}
+
+describe('REST coercion errors', () => {
+  it('names a missing body field the way the caller sends it', async () => {
+    expect(await errorFor({ input: { lines: [] } })).toEqual({
+      message: 'vendorId: is required (ID!)',
+      field: 'vendorId',
+    });
+  });
+
+  it('names a body field of the wrong type', async () => {
+    const error = await errorFor({ input: { vendorId: 'v', lines: [], dueDate: 'soon' } });
+    expect(error.field).toBe('dueDate');
+    expect(error.message).toMatch(/^dueDate: must be of type Int/);
+  });
+
+  it('names a query parameter by its HTTP name, not the GraphQL variable', async () => {
+    const error = await errorFor({ input: { vendorId: 'v', lines: [] }, pageSize: 'ten' });
+    expect(error.field).toBe('page_size');
+    expect(error.message).toMatch(/^page_size: must be of type Int/);
+  });
+
+  it('leaves other errors alone', () => {
+    expect(coercionError('Something else went wrong', route)).toBeUndefined();
+  });
+});
