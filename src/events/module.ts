@@ -40,7 +40,8 @@ function watchRevokedCredentials(services: AppServices, bus: EventBus): () => vo
     );
   const timer = setInterval(() => {
     const now = services.clock.now();
-    const from = new Date(since.getTime() - 1_000);
+    // Overlap the windows by as much as the key cache's watch: another process's clock may lag ours.
+    const from = new Date(since.getTime() - 5_000);
     since = now;
     const em = services.db.em();
     Promise.all([

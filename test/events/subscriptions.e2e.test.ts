@@ -1,9 +1,11 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { revokeApiKey } from '../../src/accounts/service.js';
 import { eventBusOf } from '../../src/events/bus.js';
+import { EventRecord } from '../../src/events/entities.js';
+import { DAY, ManualClock } from '../../src/kernel/clock.js';
 import { describeEachDialect } from '../helpers/env.js';
-import { createKey, startTestServer, type TestServer } from '../helpers/server.js';
-import { command, registerClient, tokenRequest } from '../auth/helpers.js';
+import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { command, postForm, registerClient, tokenRequest } from '../auth/helpers.js';
 import { commitEvents, scoreChange, tierChange, untilListening, wsSession } from './helpers.js';
 
 describeEachDialect('graphql-ws subscriptions', (dialect) => {
@@ -17,6 +19,23 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
   afterAll(() => server?.close());
   // Every test ends its sessions; wait until the server has dropped their listeners.
   afterEach(() => untilListening(() => listeners() === idle));
+
+  /** An OAuth client (client credentials) of the Analyst account and an access token it obtained. */
+  async function oauthToken() {
+    const accountId = server.demo.accounts.find((a) => a.plan === 'ANALYST')!.accountId;
+    const client = await registerClient(server, server.app.services.clock, {
+      accountId,
+      scopes: 'read:liquidity',
+      grantTypes: 'client_credentials',
+    });
+    const token = await tokenRequest(server, {
+      grant_type: 'client_credentials',
+      client_id: client.client_id,
+      client_secret: client.client_secret!,
+    });
+    expect(token.status).toBe(200);
+    return { client, accessToken: String(token.body.access_token) };
+  }
 
   it('streams tier and score changes, filtered by slug and minDelta', async () => {
     const session = wsSession(server.url, { apiKey: server.key('ANALYST') });
@@ -241,7 +260,7 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
     await untilListening(() => listeners() === before);
   });
 
-  it('closes with 4403 when a credential.revoked event arrives on the bus (OAuth token revocation)', async () => {
+  it('closes with 4403 when another process announces a revocation on the bus (credential.revoked)', async () => {
     const { secret, id } = await createKey(server, { plan: 'ANALYST' });
     const session = wsSession(server.url, { apiKey: secret });
     const before = listeners();
@@ -258,21 +277,39 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
     ]);
     expect((await session.closed).code).toBe(4403);
   });
-  it('closes with 4403 when `tidegate clients delete` revokes the OAuth token in use (noticed by the revocation watch)', async () => {
-    const clock = server.app.services.clock;
-    const accountId = server.demo.accounts.find((a) => a.plan === 'ANALYST')!.accountId;
-    const client = await registerClient(server, clock, {
-      accountId,
-      scopes: 'read:liquidity',
-      grantTypes: 'client_credentials',
-    });
-    const token = await tokenRequest(server, {
-      grant_type: 'client_credentials',
+
+  it('closes with 4403 when the OAuth access token in use is revoked at POST /oauth/revoke', async () => {
+    const { client, accessToken } = await oauthToken();
+    const session = wsSession(server.url, { authorization: `Bearer ${accessToken}` });
+    const before = listeners();
+    const sub = session.subscribe('subscription { tierChanged { eventId } }');
+    await untilListening(() => listeners() >= before + 1, 5_000, sub);
+    const revoked = await postForm(server, '/oauth/revoke', {
+      token: accessToken,
       client_id: client.client_id,
       client_secret: client.client_secret!,
     });
-    expect(token.status).toBe(200);
-    const session = wsSession(server.url, { authorization: `Bearer ${String(token.body.access_token)}` });
+    expect(revoked.status).toBe(200);
+    expect((await session.closed).code).toBe(4403);
+    // And the token opens no new connection.
+    expect((await wsSession(server.url, { authorization: `Bearer ${accessToken}` }).closed).code).toBe(4401);
+  });
+
+  it('closes with 4403 when another process, its clock 3 s behind ours, revokes the API key in use', async () => {
+    const { secret, id } = await createKey(server, { plan: 'ANALYST' });
+    const session = wsSession(server.url, { apiKey: secret });
+    const before = listeners();
+    const sub = session.subscribe('subscription { tierChanged { eventId } }');
+    await untilListening(() => listeners() >= before + 1, 5_000, sub);
+    // Its revoked_at is then older than this process's last look: the watch's window must overlap that much.
+    await revokeApiKey(server.database.db.em(), { now: () => new Date(Date.now() - 3_000) }, id);
+    expect((await session.closed).code).toBe(4403);
+  });
+
+  it('closes with 4403 when `tidegate clients delete` revokes the OAuth token in use (noticed by the revocation watch)', async () => {
+    const clock = server.app.services.clock;
+    const { client, accessToken } = await oauthToken();
+    const session = wsSession(server.url, { authorization: `Bearer ${accessToken}` });
     const before = listeners();
     const sub = session.subscribe('subscription { tierChanged { eventId } }');
     await untilListening(() => listeners() >= before + 1, 5_000, sub);
@@ -282,5 +319,69 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
       { options: {}, positionals: [client.client_id] },
     );
     expect((await session.closed).code).toBe(4403);
+  });
+});
+
+describeEachDialect('liquidity subscriptions fed by a real ingestion', (dialect) => {
+  // Reports for every protocol stop at the seed; ten days later one protocol reports again.
+  const clock = new ManualClock('2026-06-15T10:00:00Z');
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect, clock });
+  });
+  afterAll(() => server?.close());
+
+  it('aumChanged, dataStale, circuitBreakers and complianceAlerts each stream the events the ingestion committed', async () => {
+    const listeners = () => eventBusOf(server.app.services)!.listenerCount;
+    const slug = 'harbor-treasury';
+    const admin = (await createKey(server, { plan: 'INSTITUTIONAL', scopes: 'admin' })).secret;
+    const before = (await rest(server.url, `/v1/protocols/${slug}`, { key: server.key('PROFESSIONAL') }))
+      .body;
+    expect(before.aum_usd, JSON.stringify(before)).toBeDefined();
+
+    const session = wsSession(server.url, { apiKey: server.key('PROFESSIONAL') });
+    const idle = listeners();
+    const fields = '{ eventId type slug protocolId asOf data }';
+    const feeds = {
+      aum_change: session.subscribe(`subscription { aumChanged(slugs: ["${slug}"]) ${fields} }`),
+      data_stale: session.subscribe(`subscription { dataStale ${fields} }`),
+      circuit_breaker: session.subscribe(`subscription { circuitBreakers(slugs: ["${slug}"]) ${fields} }`),
+      compliance_alert: session.subscribe(`subscription { complianceAlerts(slugs: ["${slug}"]) ${fields} }`),
+    };
+    await untilListening(() => listeners() === idle + 4, 5_000, ...Object.values(feeds));
+
+    clock.advance(10 * DAY);
+    const today = clock.now().toISOString().slice(0, 10);
+    // AUM down 60 %, NAV 250 bps off (circuit breaker), last attestation long ago (compliance alert).
+    const csv = [
+      'slug,date,aum_usd,volume_usd,holders,top_holder_pct,redemption_queue_usd,nav_deviation_bps,last_attestation_date',
+      `${slug},${today},${(Number(before.aum_usd) * 0.4).toFixed(2)},1000,50,65,1000,250,2025-01-01`,
+    ].join('\n');
+    const ingested = await gql(
+      server.url,
+      'mutation($data: String!) { ingestLiquidityMetrics(format: CSV, data: $data) { events } }',
+      { key: admin, variables: { data: csv } },
+    );
+    expect(ingested.body.errors, JSON.stringify(ingested.body)).toBeUndefined();
+
+    const committed = await server.database.db
+      .em()
+      .find(EventRecord, { type: { $in: Object.keys(feeds) }, occurredAt: { $gte: clock.now() } });
+    for (const [type, feed] of Object.entries(feeds)) {
+      const expected = committed.filter(
+        (e) => e.type === type && (type === 'data_stale' || e.payload.slug === slug),
+      );
+      expect(expected.length, `${type} events committed`).toBeGreaterThan(0);
+      await feed.waitFor((s) => s.data.length >= expected.length);
+      const received = feed.data.map((d) => Object.values(d)[0] as { eventId: string; type: string });
+      expect(received.map((r) => r.eventId).sort(), type).toEqual(expected.map((e) => e.id).sort());
+      expect(received.every((r) => r.type === type)).toBe(true);
+    }
+    const [aum] = feeds.aum_change.data.map((d) => d.aumChanged as Record<string, unknown>);
+    expect(aum).toMatchObject({ slug, protocolId: before.id, asOf: `${today}T00:00:00.000Z` });
+    expect(aum!.data).toMatchObject({ changePct: -60 });
+    expect(JSON.stringify(feeds.circuit_breaker.data)).toMatch(/NAV deviation of 250 bps/);
+    expect(JSON.stringify(feeds.compliance_alert.data)).toMatch(/ATTESTATION_OVERDUE/);
+    await session.dispose();
   });
 });
