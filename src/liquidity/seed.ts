@@ -16,15 +16,23 @@ import { insertDays, shiftDate, termsOf } from './service.js';
 /**
  * Demo data: 40 fictional protocols and 420 days of daily metrics ending yesterday (by the
  * injected clock), from a seeded PRNG so every run produces the same data for the same day.
- * Scenarios: steady protocols that stay L1, some that drift down to ILLIQUID over the last
- * 200 days, some whose data stops 20 days before the end (stale), the rest in between.
+ * Scenarios (per category of eight): three steady protocols that stay L1 with weekly
+ * attestations; two that drift down to ILLIQUID over the last 200 days and are still falling at
+ * the end; one whose data stops 20 days before the end (stale, carried forward); one in
+ * trouble for most of the period that recovers over the last 120 days; one in between.
  */
 export const DEMO_DAYS = 420;
 export const DEMO_PROTOCOLS = 40;
+/** Drifting protocols decline over this many final days; they stop attesting for the last ATTESTATION_LAPSE. */
+const DRIFT_DAYS = 200;
+const ATTESTATION_LAPSE = 120;
+/** Recovering protocols improve over this many final days, after a lapse in attestations. */
+const RECOVERY_DAYS = 120;
+const STALE_DAYS = 20;
 
-type Scenario = 'steady' | 'drift' | 'stale' | 'middle';
+export type Scenario = 'steady' | 'drift' | 'stale' | 'middle' | 'recovering';
 
-const NAMES = [
+export const DEMO_NAMES = [
   'Harbor Treasury',
   'Meridian Bills',
   'Northgate T-Bill',
@@ -78,10 +86,14 @@ const CUSTODIANS = ['Anchor Trust Co.', 'Bastion Custody', 'Keel Fiduciary', 'Lo
 const AUDITORS = ['Ledger & Finch LLP', 'Morrow Audit', 'Pellucid Assurance'];
 const CHAINS = ['ethereum', 'polygon', 'arbitrum', 'base', 'solana', 'avalanche', 'stellar'];
 
-function scenarioOf(index: number): Scenario {
+export function scenarioOf(index: number): Scenario {
   const slot = index % 8;
-  return slot < 3 ? 'steady' : slot === 3 || slot === 6 ? 'drift' : slot === 5 ? 'stale' : 'middle';
+  if (slot < 3) return 'steady';
+  if (slot === 3 || slot === 6) return 'drift';
+  return slot === 5 ? 'stale' : slot === 7 ? 'recovering' : 'middle';
 }
+
+const unit = (x: number) => Math.min(1, Math.max(0, x));
 
 export function slugOf(name: string): string {
   return name
@@ -101,7 +113,7 @@ export async function seedLiquidityDemo(em: EntityManager, services: { clock: Cl
     const rand = mulberry32(1000 + i);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
     const scenario = scenarioOf(i);
-    const name = NAMES[i]!;
+    const name = DEMO_NAMES[i]!;
     const category = CATEGORIES[Math.floor(i / 8)]!;
     const strong = scenario === 'steady';
     const protocol = Object.assign(new Protocol(), {
@@ -173,18 +185,27 @@ export async function seedLiquidityDemo(em: EntityManager, services: { clock: Cl
     let aum = Math.exp(Math.log(strong ? 800e6 : 40e6) + rand() * Math.log(strong ? 6 : 20));
     const turnover = strong ? 0.006 + rand() * 0.004 : 0.0005 + rand() * 0.004;
     let holders = Math.floor(strong ? 8_000 + rand() * 20_000 : 200 + rand() * 5_000);
-    const topHolder = strong ? 5 + rand() * 10 : 10 + rand() * 40;
-    const stopAt = scenario === 'stale' ? DEMO_DAYS - 20 : DEMO_DAYS;
-    let attestation = shiftDate(firstDay, -Math.floor(rand() * 20));
+    const topHolder = strong ? 5 + rand() * 10 : 10 + rand() * 25;
+    // Steady issuers attest weekly (a monthly cycle would saw the score by ~2.5 points); others fortnightly.
+    const attestEvery = strong ? 7 : 14;
+    const stopAt = scenario === 'stale' ? DEMO_DAYS - STALE_DAYS : DEMO_DAYS;
+    let attestation = shiftDate(firstDay, -Math.floor(rand() * 7));
     let last: ScoreInputs | null = null;
     for (let d = 0; d < DEMO_DAYS; d++) {
       const asOf = shiftDate(firstDay, d);
       if (d < stopAt || !last) {
-        // Drifting protocols lose AUM, build a redemption queue and stop attesting over the last 200 days.
-        const decline = scenario === 'drift' ? Math.max(0, (d - (DEMO_DAYS - 200)) / 200) : 0;
-        aum *= 1 + (rand() - 0.5) * 0.01 - decline * 0.012 + (strong ? 0.0004 : 0);
-        holders = Math.max(10, holders + Math.round((rand() - 0.48) * 20));
-        if (d % 30 === 0 && decline === 0) attestation = asOf;
+        // 0 → 1 over the final DRIFT_DAYS for drifting protocols: outflows, a growing queue, NAV discount, concentration.
+        const decline = scenario === 'drift' ? unit((d - (DEMO_DAYS - DRIFT_DAYS)) / DRIFT_DAYS) : 0;
+        // 0 → 1 over the final RECOVERY_DAYS for recovering protocols; before that they are fully stressed.
+        const recovery =
+          scenario === 'recovering' ? unit((d - (DEMO_DAYS - RECOVERY_DAYS)) / RECOVERY_DAYS) : 0;
+        const stress = scenario === 'recovering' ? 1 - recovery : decline;
+        aum *= 1 + (rand() - 0.5) * 0.01 - decline * 0.008 + recovery * 0.004 + (strong ? 0.0004 : 0);
+        holders = Math.max(10, holders + Math.round((rand() - 0.48) * 20 + recovery * 5));
+        const lapsed =
+          (scenario === 'drift' && d >= DEMO_DAYS - ATTESTATION_LAPSE) ||
+          (scenario === 'recovering' && d >= 150 && recovery === 0);
+        if (d % attestEvery === 0 && !lapsed) attestation = asOf;
         last = {
           asOf,
           dataDate: asOf,
@@ -192,11 +213,11 @@ export async function seedLiquidityDemo(em: EntityManager, services: { clock: Cl
           volumeUsd:
             rand() < 0.03 && !strong
               ? null
-              : Math.round(aum * turnover * (0.5 + rand()) * (1 - decline * 0.9)),
+              : Math.round(aum * turnover * (0.5 + rand()) * (1 - stress * 0.8)),
           holders,
-          topHolderPct: Math.round((topHolder + decline * 15) * 100) / 100,
-          redemptionQueueUsd: Math.round(aum * (strong ? rand() * 0.005 : rand() * 0.02 + decline * 0.15)),
-          navDeviationBps: Math.round(((rand() - 0.5) * (strong ? 10 : 40) + decline * 120) * 10) / 10,
+          topHolderPct: Math.round((topHolder + stress * 10) * 100) / 100,
+          redemptionQueueUsd: Math.round(aum * (strong ? rand() * 0.005 : rand() * 0.02 + stress * 0.1)),
+          navDeviationBps: Math.round(((rand() - 0.5) * (strong ? 10 : 40) + stress * 80) * 10) / 10,
           lastAttestationDate: attestation,
           ...terms,
         };

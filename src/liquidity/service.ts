@@ -13,7 +13,7 @@ import {
   ScoringProfile,
   SupersededAudit,
 } from './entities.js';
-import { badField, bothNames, isUuid } from './fields.js';
+import { badField, isUuid } from './fields.js';
 import {
   DEFAULT_CAPS,
   DEFAULT_WEIGHTS,
@@ -168,11 +168,14 @@ export async function scoringFor(
   em: EntityManager,
   principal: Principal,
   profileId: string | null | undefined,
-  field = bothNames('profileId'),
+  field?: string,
 ): Promise<Scoring> {
   if (!profileId) return DEFAULT_SCORING;
   // Checked before the query: PostgreSQL rejects a malformed uuid with an error, not an empty result.
-  if (!isUuid(profileId)) throw badInput(field, `must be a scoring profile id, a UUID (got '${profileId}')`);
+  if (!isUuid(profileId)) {
+    const message = `must be a scoring profile id, a UUID (got '${profileId}')`;
+    throw field ? badInput(field, message) : badField('profileId', message);
+  }
   const profile = await em.findOne(ScoringProfile, { id: profileId, accountId: principal.accountId });
   if (!profile) throw notFound('Scoring profile', profileId);
   return { profileId: profile.id, weights: profile.weights, caps: profile.penaltyCaps };

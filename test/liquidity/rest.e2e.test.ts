@@ -3,6 +3,43 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/env.js';
 import { gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
+const LIST_FIELDS = [
+  'accredited_only',
+  'active',
+  'aum_usd',
+  'auditor',
+  'category',
+  'chains',
+  'currency',
+  'custodian',
+  'governance_maturity',
+  'governance_model',
+  'id',
+  'issuer',
+  'jurisdiction',
+  'kyc_required',
+  'last_data_at',
+  'launch_date',
+  'liquidity_score',
+  'liquidity_tier',
+  'minimum_investment_usd',
+  'name',
+  'notice_period_days',
+  'qualified_custodian',
+  'redemption_frequency',
+  'redemption_gates',
+  'regulatory_status',
+  'sanctions_screening',
+  'score_as_of',
+  'slug',
+  'token_standard',
+  'token_symbol',
+  'transfer_restrictions',
+  'updated_at',
+  'website',
+  'yield_pct',
+];
+
 describeEachDialect('liquidity REST routes', (dialect) => {
   let server: TestServer;
   let inst: string;
@@ -28,7 +65,9 @@ describeEachDialect('liquidity REST routes', (dialect) => {
       currency: 'USD',
       liquidity_tier: expect.stringMatching(/^(L1|L2|L3|ILLIQUID)$/),
     });
-    expect(Object.keys(first).length).toBeGreaterThanOrEqual(30);
+    // The seed: "more than 30 fields per protocol" in the list form.
+    expect(Object.keys(first).sort()).toEqual([...LIST_FIELDS].sort());
+    expect(LIST_FIELDS.length).toBeGreaterThan(30);
     const all = await rest(server.url, '/v1/protocols?limit=100', { key: inst });
     expect(all.body).toHaveLength(40);
     const page = await rest(server.url, '/v1/protocols?limit=5&offset=5', { key: inst });
@@ -42,10 +81,17 @@ describeEachDialect('liquidity REST routes', (dialect) => {
     const l1 = await rest(server.url, '/v1/protocols?tier=L1&limit=100', { key: inst });
     expect(l1.body.length).toBeGreaterThan(0);
     expect(l1.body.every((p: Json) => p.liquidity_tier === 'L1')).toBe(true);
+    const all = (await rest(server.url, '/v1/protocols?limit=100', { key: inst })).body as Json[];
     const rich = await rest(server.url, '/v1/protocols?min_score=60&min_aum=100000000&limit=100', {
       key: inst,
     });
-    expect(rich.body.every((p: Json) => p.liquidity_score >= 60 && Number(p.aum_usd) >= 1e8)).toBe(true);
+    const expected = all
+      .filter((p) => p.liquidity_score >= 60 && Number(p.aum_usd) >= 1e8)
+      .map((p) => p.slug);
+    // The filter keeps some protocols and drops others, so both sides of it are exercised.
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(all.length);
+    expect(rich.body.map((p: Json) => p.slug)).toEqual(expected);
   });
 
   it('rejects bad list parameters with 400 naming the parameter', async () => {
@@ -198,6 +244,35 @@ describeEachDialect('liquidity REST routes', (dialect) => {
     const bad = await rest(server.url, '/v1/export?format=xml', { bearer: key });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/format: must be csv or json/);
+  });
+
+  it('rejects a malformed profile_id and repeated export parameters with 400 naming the parameter', async () => {
+    const pro = server.key('PROFESSIONAL');
+    for (const path of ['/v1/scores?profile_id=nope', '/v1/scores/harbor-treasury/history?profile_id=nope']) {
+      const res = await rest(server.url, path, { key: pro });
+      expect(res.status, path).toBe(400);
+      expect(res.body.error).toMatchObject({
+        code: 'BAD_USER_INPUT',
+        message: "profileId / profile_id: must be a scoring profile id, a UUID (got 'nope')",
+      });
+    }
+    const id = '7a0c1f4e-1d2b-4c3a-9e8f-0123456789ab';
+    for (const [query, message] of [
+      ['profile_id=nope', "profile_id: must be a scoring profile id, a UUID (got 'nope')"],
+      ['format=csv&format=json', 'format: give it once (got 2 values)'],
+      [`profile_id=${id}&profile_id=${id}`, 'profile_id: give it once (got 2 values)'],
+    ] as const) {
+      const res = await rest(server.url, `/v1/export?${query}`, { key: pro });
+      expect(res.status, query).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'BAD_USER_INPUT', message });
+    }
+    const gqlRes = await gql(server.url, '{ score(slug: "harbor-treasury", profileId: "nope") { score } }', {
+      key: pro,
+    });
+    expect(gqlRes.body.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'profileId' });
+    // A well-formed id of no profile is still a 404, on both databases.
+    const unknown = await rest(server.url, `/v1/scores?profile_id=${id}`, { key: pro });
+    expect(unknown.status).toBe(404);
   });
 
   it('resolves an audit id to the stored inputs that produce the score', async () => {
