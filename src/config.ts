@@ -17,6 +17,8 @@ export interface Config {
   databaseUrl: string;
   /** Public origin of this service; the OAuth issuer and the base of absolute links. */
   publicUrl: string;
+  /** The resource API's URL: the `aud` of every access token issued and required when verifying. */
+  resourceUrl: string;
   /** Fastify trustProxy: false, true, a hop count, or a comma-separated list of addresses/CIDRs. */
   trustProxy: boolean | number | string;
   redisUrl: string | undefined;
@@ -63,10 +65,14 @@ export interface Config {
   benchRoutes: boolean;
   /** Console / OAuth login session lifetime. */
   authSessionTtlMs: number;
-  /** Failed sign-ins allowed per IP and per email within authThrottleWindowMs before 429. */
+  /** Failed sign-ins allowed per (IP, email) within authThrottleWindowMs before 429. */
   authLoginMaxFailures: number;
-  /** Failed client authentications allowed per IP and per client_id within authThrottleWindowMs before 429. */
+  /** Failed sign-ins allowed per IP, whatever the email, within the window. */
+  authLoginMaxFailuresPerIp: number;
+  /** Failed client authentications allowed per (IP, client_id) within authThrottleWindowMs before 429. */
   authClientMaxFailures: number;
+  /** Failed client authentications allowed per IP, whatever the client, within the window. */
+  authClientMaxFailuresPerIp: number;
   authThrottleWindowMs: number;
   /** How often the access-token deny-list is reloaded (revocations made by other processes or the CLI). */
   authDenyListRefreshMs: number;
@@ -140,6 +146,14 @@ export function loadConfig(env: Env = process.env): Config {
   } catch {
     problems.push(`PUBLIC_URL must be an absolute URL (got '${publicUrl}')`);
   }
+  const resourceUrl = (env.RESOURCE_URL || publicUrl).replace(/\/+$/, '');
+  try {
+    new URL(resourceUrl);
+  } catch {
+    problems.push(`RESOURCE_URL must be an absolute URL (got '${resourceUrl}')`);
+  }
+  const authLoginMaxFailures = int('AUTH_LOGIN_MAX_FAILURES', 5, 1);
+  const authClientMaxFailures = int('AUTH_CLIENT_MAX_FAILURES', 10, 1);
 
   let secretsKey: Buffer | undefined;
   if (env.SECRETS_KEY) {
@@ -162,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     publicUrl,
+    resourceUrl,
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     redisUrl: env.REDIS_URL || undefined,
     logLevel: parseLogLevel(env.LOG_LEVEL, problems),
@@ -191,8 +206,10 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 12, 2, 100),
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 20_000, 10),
     authSessionTtlMs: duration('AUTH_SESSION_TTL', '12h'),
-    authLoginMaxFailures: int('AUTH_LOGIN_MAX_FAILURES', 5, 1),
-    authClientMaxFailures: int('AUTH_CLIENT_MAX_FAILURES', 10, 1),
+    authLoginMaxFailures,
+    authLoginMaxFailuresPerIp: int('AUTH_LOGIN_MAX_FAILURES_PER_IP', 10 * authLoginMaxFailures, 1),
+    authClientMaxFailures,
+    authClientMaxFailuresPerIp: int('AUTH_CLIENT_MAX_FAILURES_PER_IP', 10 * authClientMaxFailures, 1),
     authThrottleWindowMs: duration('AUTH_THROTTLE_WINDOW', '15m'),
     authDenyListRefreshMs: duration('AUTH_DENYLIST_REFRESH', '5s'),
   };

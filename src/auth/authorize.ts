@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { User } from '../accounts/entities.js';
 import { newSecret, sha256Hex } from '../kernel/crypto.js';
 import { SCOPES, type Scope } from '../kernel/scopes.js';
+import { redirectUriMatches } from './clients.js';
 import { AuthorizationCode, OAuthClient } from './entities.js';
 import { singleValued, type Form } from './form.js';
 import { errorPage, hidden, html, sendPage } from './html.js';
@@ -44,8 +45,10 @@ const checkClient: Check = async (r, runtime) => {
 const checkRedirectUri: Check = (r) => {
   const redirectUri = r.form.redirect_uri;
   if (!redirectUri) throw invalidRequest('redirect_uri is required');
-  if (!r.client!.redirectUris.includes(redirectUri)) {
-    throw invalidRequest('redirect_uri is not registered for this application (it must match exactly)');
+  if (!r.client!.redirectUris.some((registered) => redirectUriMatches(registered, redirectUri))) {
+    throw invalidRequest(
+      'redirect_uri is not registered for this application (it must match exactly; on 127.0.0.1 or [::1] any port)',
+    );
   }
   r.redirectUri = redirectUri;
 };

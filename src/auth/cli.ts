@@ -1,7 +1,8 @@
 import type { CliCommand } from '../kernel/cli-command.js';
 import { createClient, getClient, rotateClientSecret } from './clients.js';
 import type { OAuthClient } from './entities.js';
-import { rotateSigningKey } from './keys.js';
+import { openSecretBox } from '../kernel/secret-box.js';
+import { JWKS_MAX_AGE_SECONDS, rotateSigningKey, SIGNING_ALG } from './keys.js';
 import { deleteClient } from './tokens.js';
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
@@ -88,13 +89,27 @@ export const authCommands: CliCommand[] = [
   },
   {
     name: 'keys rotate-signing',
-    description: 'Add a new token signing key; old public keys stay in the JWKS until their tokens expire',
-    usage: '',
-    async run({ db, clock }) {
-      const key = await rotateSigningKey(db.em(), clock);
+    description:
+      'Add a new token signing key: published at once, signing after the JWKS cache time (--now: at once); old public keys stay published until their tokens expire',
+    usage: '[--now]',
+    options: { now: { type: 'boolean' } },
+    async run({ db, clock, config }, { options }) {
+      const key = await rotateSigningKey(db.em(), clock, openSecretBox(config), {
+        immediate: options.now === true,
+      });
+      const activatesAt = key.activatesAt.toISOString();
       return {
-        json: { kid: key.kid, alg: 'ES256', created_at: key.createdAt.toISOString() },
-        text: `New signing key ${key.kid} is active; previous keys stay published for one access-token lifetime.`,
+        json: {
+          kid: key.kid,
+          alg: SIGNING_ALG,
+          created_at: key.createdAt.toISOString(),
+          activates_at: activatesAt,
+        },
+        text: `New signing key ${key.kid} is published now and signs from ${activatesAt}${
+          options.now === true
+            ? ' (at once: verifiers with a cached JWKS reject new tokens until they refetch it)'
+            : ` (after the ${JWKS_MAX_AGE_SECONDS} s JWKS cache time)`
+        }; previous keys stay published for one access-token lifetime after that.`,
       };
     },
   },

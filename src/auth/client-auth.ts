@@ -38,8 +38,9 @@ function presentedClient(request: FastifyRequest, form: Form): PresentedClient {
 }
 
 /**
- * Authenticates the calling client. Failures count per IP and per client_id; past the limit the
- * caller gets 429 (even with the right secret) until the window ends, which bounds guessing.
+ * Authenticates the calling client. Failures count per source IP and per (IP, client_id), never
+ * per client_id alone: client_ids are public, so such a counter would let anyone lock a client
+ * out. Past a limit that IP gets 429 (even with the right secret) until the window ends.
  */
 export async function authenticateCaller(
   runtime: AuthRuntime,
@@ -47,12 +48,11 @@ export async function authenticateCaller(
   form: Form,
 ): Promise<OAuthClient> {
   const presented = presentedClient(request, form);
-  const keys = [`ip:${request.ip}`, `client:${presented.clientId}`];
-  const wait = runtime.clientThrottle.retryAfter(keys);
-  if (wait > 0) throw tooManyAttempts(wait, 'client authentications');
+  const wait = await runtime.clientThrottle.retryAfter(request.ip, presented.clientId);
+  if (wait > 0) throw tooManyAttempts(wait, 'client authentications from this address');
   const client = await authenticateClient(runtime.em, presented.clientId, presented.secret);
   if (!client) {
-    runtime.clientThrottle.fail(keys);
+    await runtime.clientThrottle.fail(request.ip, presented.clientId);
     throw invalidClient();
   }
   return client;

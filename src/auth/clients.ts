@@ -72,6 +72,24 @@ function parseRedirectUri(raw: string): string {
   return value;
 }
 
+/** An http redirect URI on a loopback IP literal: host, optional port, then path and query. */
+const LOOPBACK_REDIRECT = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?([/?].*)?$/;
+
+/**
+ * Exact string match, except that a registered http://127.0.0.1 or http://[::1] URI matches any
+ * port (RFC 8252 §7.3: a native app listens on whatever port the OS gives it); host, path and
+ * query must still be identical. `localhost` gets no such leeway: it is a name that may resolve
+ * elsewhere (RFC 8252 §8.3), so such URIs match exactly.
+ */
+export function redirectUriMatches(registered: string, presented: string): boolean {
+  if (registered === presented) return true;
+  const reg = LOOPBACK_REDIRECT.exec(registered);
+  const pre = LOOPBACK_REDIRECT.exec(presented);
+  if (!reg || !pre) return false;
+  const port = pre[2] === undefined ? 80 : Number(pre[2]);
+  return reg[1] === pre[1] && (reg[3] ?? '') === (pre[3] ?? '') && port >= 1 && port <= 65535;
+}
+
 export async function createClient(
   em: EntityManager,
   clock: Clock,

@@ -25,7 +25,9 @@ import {
   loginCsrfToken,
   loginCsrfValid,
   sessionCsrfValid,
+  setFlash,
   startSession,
+  takeFlash,
   type SignedIn,
 } from './sessions.js';
 import { deleteClient } from './tokens.js';
@@ -85,27 +87,26 @@ export class ConsolePages {
     );
   }
 
-  /** Sign-in: CSRF, throttle (per IP and per email), password, session. */
+  /** Sign-in: CSRF, throttle (per IP and per IP + email), password, session. */
   async login(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = (request.body ?? {}) as Body;
     const email = text(body.email).trim().toLowerCase();
     if (!loginCsrfValid(request, body.csrf))
       return this.loginForm(request, reply, 403, 'The form expired; please try again.', email);
-    const keys = [`ip:${request.ip}`, `email:${email}`];
-    const wait = this.runtime.loginThrottle.retryAfter(keys);
+    const wait = await this.runtime.loginThrottle.retryAfter(request.ip, email);
     if (wait > 0) {
       reply.header('retry-after', String(wait));
       return this.loginForm(
         request,
         reply,
         429,
-        `Too many failed sign-in attempts; try again in ${Math.ceil(wait / 60)} minute(s).`,
+        `Too many failed sign-in attempts from your network; try again in ${Math.ceil(wait / 60)} minute(s).`,
         email,
       );
     }
     const user = await verifyUserPassword(this.runtime.em, email, text(body.password));
     if (!user) {
-      this.runtime.loginThrottle.fail(keys);
+      await this.runtime.loginThrottle.fail(request.ip, email);
       return this.loginForm(request, reply, 401, 'Email or password is incorrect.', email);
     }
     const { clock, config } = this.runtime.services;
@@ -266,8 +267,43 @@ export class ConsolePages {
     }
   }
 
+  /**
+   * Post/Redirect/Get for secrets: the POST keeps the page in the session (sealed) and redirects;
+   * the GET shows it once. Reloading the GET, or Back, finds nothing: a refresh can neither
+   * re-submit the form (a second client or key) nor show the secret again.
+   */
+  private async showOnce(signedIn: SignedIn, reply: FastifyReply, page: ShownOnce): Promise<FastifyReply> {
+    const { clock, secrets } = this.runtime.services;
+    await setFlash(this.runtime.em, clock, secrets, signedIn.session, page);
+    return reply.code(303).header('location', SHOWN_ONCE_PATH).send();
+  }
+
+  async shownOncePage(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> {
+    const signedIn = await this.guard(request, reply);
+    if (!signedIn) return;
+    const { clock, secrets } = this.runtime.services;
+    const page = await takeFlash<ShownOnce>(this.runtime.em, clock, secrets, signedIn.session);
+    if (!page) {
+      return sendPage(
+        reply,
+        410,
+        'No longer available',
+        html`<section class="card shown-once">
+          <h1>No longer available</h1>
+          <p class="warning" role="alert" id="gone">
+            A secret is shown only once, and this one has already been shown. If it was not saved, rotate it
+            from the console.
+          </p>
+          <p><a href="/console">Back to the console</a></p>
+        </section>`,
+      );
+    }
+    return shownOnce(reply, page);
+  }
+
   registerClient(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user }, body) => {
+    return this.act(request, reply, async (signedIn, body) => {
+      const { user } = signedIn;
       const { client, secret } = await createClient(this.runtime.em, this.runtime.services.clock, user, {
         accountId: user.account.id,
         name: text(body.name),
@@ -279,36 +315,35 @@ export class ConsolePages {
         grantTypes: list(body.grant_types),
         confidential: text(body.client_type) !== 'public',
       });
-      return shownOnce(
-        reply,
-        'Application registered',
-        [
+      return this.showOnce(signedIn, reply, {
+        title: 'Application registered',
+        values: [
           ['Client ID', 'client-id', client.clientId],
           ...(secret ? [['Client secret', 'client-secret', secret] as const] : []),
         ],
-        secret
+        warning: secret
           ? 'Copy the client secret now. It is shown only this once and cannot be retrieved later; if you lose it, rotate it.'
           : 'This is a public client: it has no secret and must use PKCE.',
-      );
+      });
     });
   }
 
   rotateClient(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user }) => {
+    return this.act(request, reply, async (signedIn) => {
+      const { user } = signedIn;
       const { client, secret } = await rotateClientSecret(
         this.runtime.em,
         clientIdParam(request),
         user.account.id,
       );
-      return shownOnce(
-        reply,
-        'Client secret rotated',
-        [
+      return this.showOnce(signedIn, reply, {
+        title: 'Client secret rotated',
+        values: [
           ['Client ID', 'client-id', client.clientId],
           ['New client secret', 'client-secret', secret],
         ],
-        'The old secret stopped working now. Copy the new one: it is shown only this once.',
-      );
+        warning: 'The old secret stopped working now. Copy the new one: it is shown only this once.',
+      });
     });
   }
 
@@ -323,7 +358,8 @@ export class ConsolePages {
   }
 
   createKey(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user }, body) => {
+    return this.act(request, reply, async (signedIn, body) => {
+      const { user } = signedIn;
       const { key, secret } = await createApiKey(
         this.runtime.em,
         this.runtime.services.clock,
@@ -334,17 +370,17 @@ export class ConsolePages {
           scopes: consoleScopes(user, list(body.scopes)),
         },
       );
-      return shownOnce(
-        reply,
-        'API key created',
-        [['API key', 'api-key', secret]],
-        `Key "${key.name}" created. Copy it now: it is shown only this once.`,
-      );
+      return this.showOnce(signedIn, reply, {
+        title: 'API key created',
+        values: [['API key', 'api-key', secret]],
+        warning: `Key "${key.name}" created. Copy it now: it is shown only this once.`,
+      });
     });
   }
 
   rotateKey(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user }) => {
+    return this.act(request, reply, async (signedIn) => {
+      const { user } = signedIn;
       const { secret, previous } = await rotateApiKey(
         this.runtime.em,
         this.runtime.services.clock,
@@ -352,12 +388,11 @@ export class ConsolePages {
         keyIdParam(request),
         user.account.id,
       );
-      return shownOnce(
-        reply,
-        'API key rotated',
-        [['New API key', 'api-key', secret]],
-        `The old key keeps working until ${previous.expiresAt?.toISOString()}. Copy the new key now: it is shown only this once.`,
-      );
+      return this.showOnce(signedIn, reply, {
+        title: 'API key rotated',
+        values: [['New API key', 'api-key', secret]],
+        warning: `The old key keeps working until ${previous.expiresAt?.toISOString()}. Copy the new key now: it is shown only this once.`,
+      });
     });
   }
 
@@ -478,13 +513,17 @@ function keyTable(keys: ApiKey[], csrf: string, now: Date): SafeHtml {
   </table>`;
 }
 
+/** What the page after a console action shows once: values as [label, element id, value]. */
+interface ShownOnce {
+  title: string;
+  values: ReadonlyArray<readonly [string, string, string]>;
+  warning: string;
+}
+
+export const SHOWN_ONCE_PATH = '/console/shown-once';
+
 /** The one page that ever shows a secret; never cached, never shown again. */
-function shownOnce(
-  reply: FastifyReply,
-  title: string,
-  values: ReadonlyArray<readonly [string, string, string]>,
-  warning: string,
-): FastifyReply {
+function shownOnce(reply: FastifyReply, { title, values, warning }: ShownOnce): FastifyReply {
   return sendPage(
     reply,
     200,

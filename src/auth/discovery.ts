@@ -21,9 +21,11 @@ export function discoveryDocument(issuer: string): Record<string, unknown> {
     grant_types_supported: [...GRANT_TYPES],
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
-    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    // Public clients revoke their own tokens with client_id alone; introspection needs a secret.
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     authorization_response_iss_parameter_supported: true,
+    // Required by OpenID discovery for the document to parse; no ID token is ever issued.
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [SIGNING_ALG],
     service_documentation: `${issuer}/console`,

@@ -159,17 +159,24 @@ export class AccessTokenRecord {
   createdAt!: Date;
 }
 
+/** A private JWK sealed with the secret box: `sb1.…` of its JSON. */
+export interface SealedJwk {
+  sealed: string;
+}
+
 /**
- * An ES256 signing key. The private JWK lives in the database so every process (and the CLI)
- * signs with the same key without a key-management service; see README for the trade-off.
+ * An ES256 signing key. The private JWK lives in the database, sealed with the secret box, so
+ * every process (and the CLI) signs with the same key without a key-management service; see
+ * README for the trade-off.
  */
 @Entity({ tableName: 'oauth_signing_keys' })
 export class SigningKey {
   @PrimaryKey({ type: 'string', length: 64 })
   kid!: string;
 
+  /** Sealed; a plain JWK only in rows written before sealing existed, until the next start seals them. */
   @Property({ type: 'json', hidden: true })
-  privateJwk!: Record<string, unknown>;
+  privateJwk!: SealedJwk | Record<string, unknown>;
 
   @Property({ type: 'json' })
   publicJwk!: Record<string, unknown>;
@@ -177,7 +184,15 @@ export class SigningKey {
   @Property({ type: 'datetime' })
   createdAt!: Date;
 
-  /** Set when a newer key replaced it; still published until its last token has expired. */
+  /**
+   * When it starts signing: a rotated-in key is published first and signs only once cached
+   * JWKS copies have expired. (The column is nullable only because SQLite cannot add a NOT NULL
+   * column to a filled table; the migration sets it on every existing row.)
+   */
+  @Property({ type: 'datetime' })
+  activatesAt!: Date;
+
+  /** When a newer key took (or takes) over; still published until its last token has expired. */
   @Property({ type: 'datetime', nullable: true })
   retiredAt?: Date | null;
 }
@@ -200,6 +215,13 @@ export class AuthSession {
   /** Bound to the session: every form posted while signed in must carry it. */
   @Property({ type: 'string', length: 64, hidden: true })
   csrfToken!: string;
+
+  /**
+   * A secret to show once on the page a console action redirects to (sealed JSON); cleared when
+   * that page is read, so a reload or Back shows it no more.
+   */
+  @Property({ type: 'text', nullable: true, hidden: true })
+  flash?: string | null;
 
   @Property({ type: 'datetime' })
   expiresAt!: Date;

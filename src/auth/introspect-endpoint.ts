@@ -1,15 +1,25 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticateCaller } from './client-auth.js';
+import type { OAuthClient } from './entities.js';
 import { formBody, requireParam } from './form.js';
+import { invalidClient } from './oauth-error.js';
 import type { AuthRuntime } from './runtime.js';
 import { findRefreshToken, REFRESH_TOKEN_PREFIX } from './tokens.js';
 
 const INACTIVE = { active: false } as const;
 
 /**
- * POST /oauth/introspect (RFC 7662) for resource servers. The caller authenticates as a client;
- * it learns about tokens of its own account only (anything else is `active: false`), so one
- * tenant cannot probe another's tokens.
+ * Who may learn about a token: the client it was issued to, and the confidential clients of the
+ * account it acts for (that account's own resource servers). Anyone else — another tenant
+ * probing — hears `active: false`, exactly as for an unknown token.
+ */
+function mayIntrospect(caller: OAuthClient, token: { clientId: string; accountId: string }): boolean {
+  return token.clientId === caller.clientId || token.accountId === caller.accountId;
+}
+
+/**
+ * POST /oauth/introspect (RFC 7662) for resource servers. The caller must authenticate as a
+ * confidential client (§2.1): a public client proves nothing by sending its public client_id.
  */
 export async function introspectEndpoint(
   runtime: AuthRuntime,
@@ -19,12 +29,15 @@ export async function introspectEndpoint(
   reply.header('cache-control', 'no-store');
   const form = formBody(request);
   const caller = await authenticateCaller(runtime, request, form);
+  if (!caller.confidential) {
+    throw invalidClient('introspection requires a confidential client authenticated with its secret');
+  }
   const token = requireParam(form, 'token');
   const now = runtime.services.clock.now().getTime();
 
   if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
     const refresh = await findRefreshToken(runtime.em, token);
-    if (!refresh || refresh.accountId !== caller.accountId) return INACTIVE;
+    if (!refresh || !mayIntrospect(caller, refresh)) return INACTIVE;
     if (refresh.usedAt || refresh.revokedAt || refresh.expiresAt.getTime() <= now) return INACTIVE;
     return {
       active: true,
@@ -39,7 +52,7 @@ export async function introspectEndpoint(
     };
   }
   const access = runtime.handles(token) ? await runtime.verifyToken(token) : null;
-  if (!access || access.accountId !== caller.accountId) return INACTIVE;
+  if (!access || !mayIntrospect(caller, access)) return INACTIVE;
   return {
     active: true,
     token_type: 'Bearer',

@@ -8,31 +8,64 @@ import {
   type JWK,
 } from 'jose';
 import type { Clock } from '../kernel/clock.js';
-import { SigningKey } from './entities.js';
+import type { SecretBox } from '../kernel/secret-box.js';
+import { SigningKey, type SealedJwk } from './entities.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from './lifetimes.js';
 
 export const SIGNING_ALG = 'ES256';
 
-async function newSigningKey(em: EntityManager, clock: Clock): Promise<SigningKey> {
+/**
+ * How long verifiers may cache /.well-known/jwks.json. A rotated-in key is published at once but
+ * signs only after this long, so no verifier meets a kid its cached JWKS lacks.
+ */
+export const JWKS_MAX_AGE_SECONDS = 300;
+
+function isSealed(value: SigningKey['privateJwk']): value is SealedJwk {
+  return typeof (value as Partial<SealedJwk>).sealed === 'string';
+}
+
+async function newSigningKey(
+  em: EntityManager,
+  clock: Clock,
+  box: SecretBox,
+  activatesAt: Date,
+): Promise<SigningKey> {
   const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
+  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: SIGNING_ALG };
   const key = em.create(SigningKey, {
     kid,
-    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: SIGNING_ALG },
+    privateJwk: { sealed: box.seal(JSON.stringify(privateJwk)) },
     publicJwk: { ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' },
     createdAt: clock.now(),
+    activatesAt,
     retiredAt: null,
   });
   em.persist(key);
   return key;
 }
 
-/** Adds a new signing key and retires the current ones; their public keys stay published. */
-export async function rotateSigningKey(em: EntityManager, clock: Clock): Promise<SigningKey> {
+/**
+ * Adds a new signing key, published at once. It takes over signing after the JWKS max-age
+ * (or at once with `immediate`, for a compromised key); the keys it replaces sign until then
+ * and stay published until their last token has expired.
+ */
+export async function rotateSigningKey(
+  em: EntityManager,
+  clock: Clock,
+  box: SecretBox,
+  options: { immediate?: boolean } = {},
+): Promise<SigningKey> {
   return em.transactional(async (tx) => {
-    await tx.nativeUpdate(SigningKey, { retiredAt: null }, { retiredAt: clock.now() });
-    return newSigningKey(tx, clock);
+    const now = clock.now();
+    const activatesAt = options.immediate ? now : new Date(now.getTime() + JWKS_MAX_AGE_SECONDS * 1000);
+    await tx.nativeUpdate(
+      SigningKey,
+      { $or: [{ retiredAt: null }, { retiredAt: { $gt: activatesAt } }] },
+      { retiredAt: activatesAt },
+    );
+    return newSigningKey(tx, clock, box, activatesAt);
   });
 }
 
@@ -44,8 +77,8 @@ export function isPublished(key: SigningKey, now: Date): boolean {
 const MISSING_KID_RELOAD_MS = 1000;
 
 /**
- * The signing keys as this process sees them. Signing reads the newest active key from the
- * database each time (issuance writes rows anyway), so a rotation by the CLI applies at once;
+ * The signing keys as this process sees them. Signing reads the key in force from the
+ * database each time (issuance writes rows anyway), so a rotation by the CLI applies on time;
  * verification keeps imported public keys in memory and reloads on an unknown kid, at most once
  * a second so random kids cannot turn into a query per request.
  */
@@ -56,33 +89,49 @@ export class KeyStore {
   constructor(
     private readonly em: () => EntityManager,
     private readonly clock: Clock,
+    private readonly box: SecretBox,
   ) {}
 
-  /** Creates the first key on a fresh database. */
+  /** Creates the first key on a fresh database; nobody can have cached a JWKS yet, so it signs at once. */
   async ensureKey(): Promise<void> {
     const em = this.em();
     if ((await em.count(SigningKey, { retiredAt: null })) === 0) {
-      await newSigningKey(em, this.clock);
+      await newSigningKey(em, this.clock, this.box, this.clock.now());
       await em.flush();
     }
   }
 
+  /**
+   * Seals private keys stored in plaintext by versions before keys were encrypted at rest.
+   * Idempotent; two processes starting together may both seal a row, either result is valid.
+   */
+  async sealPlaintextKeys(): Promise<number> {
+    const em = this.em();
+    const plaintext = (await em.find(SigningKey, {})).filter((row) => !isSealed(row.privateJwk));
+    for (const row of plaintext) row.privateJwk = { sealed: this.box.seal(JSON.stringify(row.privateJwk)) };
+    await em.flush();
+    return plaintext.length;
+  }
+
   /** `em` is the caller's transaction: SQLite has one connection, a second one would wait on it forever. */
   async signingKey(em: EntityManager): Promise<{ kid: string; key: CryptoKey }> {
+    const now = this.clock.now();
     let row = await em.findOne(
       SigningKey,
-      { retiredAt: null },
-      { orderBy: { createdAt: 'desc', kid: 'asc' } },
+      { activatesAt: { $lte: now }, $or: [{ retiredAt: null }, { retiredAt: { $gt: now } }] },
+      { orderBy: { activatesAt: 'desc', kid: 'asc' } },
     );
     if (!row) {
       // Every key was retired by hand; start a new one rather than fail issuance.
-      row = await newSigningKey(em, this.clock);
+      row = await newSigningKey(em, this.clock, this.box, now);
       await em.flush();
     }
     const cacheKey = `private:${row.kid}`;
     let key = this.imported.get(cacheKey);
     if (!key) {
-      key = (await importJWK(row.privateJwk as JWK, SIGNING_ALG)) as CryptoKey;
+      if (!isSealed(row.privateJwk)) throw new Error(`signing key ${row.kid} is not sealed`);
+      const jwk = JSON.parse(this.box.open(row.privateJwk.sealed)) as JWK;
+      key = (await importJWK(jwk, SIGNING_ALG)) as CryptoKey;
       this.imported.set(cacheKey, key);
     }
     return { kid: row.kid, key };
@@ -98,13 +147,15 @@ export class KeyStore {
     return this.imported.get(`public:${kid}`);
   }
 
+  /** Latest to sign first: a key waiting to take over, then the one signing, then retired ones. */
   async published(): Promise<SigningKey[]> {
     const now = this.clock.now();
-    const rows = await this.em().find(SigningKey, {}, { orderBy: { createdAt: 'desc', kid: 'asc' } });
-    // The active key first, then retired ones newest first.
-    return rows
-      .filter((k) => isPublished(k, now))
-      .sort((a, b) => Number(!!a.retiredAt) - Number(!!b.retiredAt));
+    const rows = await this.em().find(
+      SigningKey,
+      {},
+      { orderBy: { activatesAt: 'desc', createdAt: 'desc', kid: 'asc' } },
+    );
+    return rows.filter((k) => isPublished(k, now));
   }
 
   async reload(): Promise<void> {

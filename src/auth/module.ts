@@ -5,10 +5,12 @@ import type { AppServices } from '../gateway/context.js';
 import type { DomainModule } from '../gateway/module.js';
 import { AppError } from '../kernel/errors.js';
 import { authorizeDecision, authorizeGet } from './authorize.js';
-import { ConsolePages } from './console.js';
+import { ConsolePages, SHOWN_ONCE_PATH } from './console.js';
+import { registerCors } from './cors.js';
 import { discoveryDocument, jwks } from './discovery.js';
 import { errorPage } from './html.js';
 import { introspectEndpoint } from './introspect-endpoint.js';
+import { JWKS_MAX_AGE_SECONDS } from './keys.js';
 import { OAuthError } from './oauth-error.js';
 import { revokeEndpoint } from './revoke-endpoint.js';
 import { AuthRuntime } from './runtime.js';
@@ -51,12 +53,13 @@ async function oauthApi(app: FastifyInstance, runtime: AuthRuntime): Promise<voi
       .send(oauth.toJSON());
   });
 
+  registerCors(app);
   const issuer = runtime.issuer.issuer;
   const metadata = discoveryDocument(issuer);
   app.get('/.well-known/openid-configuration', async () => metadata);
   app.get('/.well-known/oauth-authorization-server', async () => metadata);
   app.get('/.well-known/jwks.json', async (_request, reply) => {
-    reply.header('cache-control', 'public, max-age=300');
+    reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
     return jwks(runtime);
   });
   app.post('/oauth/token', (request, reply) => tokenEndpoint(runtime, request, reply));
@@ -90,6 +93,7 @@ async function browserPages(app: FastifyInstance, runtime: AuthRuntime): Promise
   app.post('/console/login', (request, reply) => pages.login(request, reply));
   app.post('/console/logout', (request, reply) => pages.logout(request, reply));
   app.get('/console', (request, reply) => pages.dashboard(request, reply));
+  app.get(SHOWN_ONCE_PATH, (request, reply) => pages.shownOncePage(request, reply));
   app.post('/console/clients', (request, reply) => pages.registerClient(request, reply));
   app.post('/console/clients/:clientId/rotate-secret', (request, reply) =>
     pages.rotateClient(request, reply),

@@ -35,8 +35,8 @@ export const invalidGrant = (description: string): OAuthError => new OAuthError(
 export const invalidScope = (description: string): OAuthError => new OAuthError('invalid_scope', description);
 
 /** RFC 6749 §5.2: failed client authentication is 401 with a challenge. */
-export const invalidClient = (): OAuthError =>
-  new OAuthError('invalid_client', 'Client authentication failed', 401, {
+export const invalidClient = (description = 'Client authentication failed'): OAuthError =>
+  new OAuthError('invalid_client', description, 401, {
     'WWW-Authenticate': 'Basic realm="tidegate", charset="UTF-8"',
   });
 

@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticateCaller } from './client-auth.js';
+import type { OAuthClient } from './entities.js';
 import { formBody, requireParam } from './form.js';
+import { OAuthError } from './oauth-error.js';
 import type { AuthRuntime } from './runtime.js';
 import {
   findRefreshToken,
@@ -10,10 +12,18 @@ import {
   type Revocation,
 } from './tokens.js';
 
+/** RFC 7009 §2.1: a client may revoke only what was issued to it; anything else is refused. */
+function checkIssuedToCaller(caller: OAuthClient, token: { clientId: string }): void {
+  if (token.clientId !== caller.clientId) {
+    throw new OAuthError('unauthorized_client', 'the token was not issued to this client');
+  }
+}
+
 /**
- * POST /oauth/revoke (RFC 7009). 200 with an empty body whether or not the token existed, so the
- * answer tells nothing about tokens. A token issued to another client is left alone, also with 200.
- * token_type_hint is accepted but not needed: the two token kinds look different.
+ * POST /oauth/revoke (RFC 7009). 200 with an empty body for revoked tokens and for tokens that
+ * are unknown, expired or already revoked (§2.2: nothing left to do). A live token issued to
+ * another client is refused with 400 unauthorized_client and left alone. Public clients revoke
+ * with their client_id. token_type_hint is accepted but not needed: the two kinds look different.
  */
 export async function revokeEndpoint(
   runtime: AuthRuntime,
@@ -29,12 +39,14 @@ export async function revokeEndpoint(
   let revocation: Revocation | null = null;
   if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
     const refresh = await findRefreshToken(runtime.em, token);
-    if (refresh && refresh.clientId === client.clientId) {
+    if (refresh) {
+      checkIssuedToCaller(client, refresh);
       revocation = await runtime.em.transactional((tx) => revokeFamily(tx, clock, refresh.familyId));
     }
   } else if (runtime.handles(token)) {
     const access = await runtime.verifyToken(token);
-    if (access && access.clientId === client.clientId) {
+    if (access) {
+      checkIssuedToCaller(client, access);
       revocation = await runtime.em.transactional((tx) =>
         revokeTokens(tx, clock, { accessTokens: { jti: access.jti } }),
       );

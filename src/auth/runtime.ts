@@ -6,7 +6,7 @@ import type { TokenVerifier } from '../gateway/credentials.js';
 import type { Principal } from '../kernel/principal.js';
 import { AccessTokenRecord, AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
 import { KeyStore, SIGNING_ALG } from './keys.js';
-import { FailureThrottle } from './throttle.js';
+import { FailureThrottle, MemoryFailureStore, RedisFailureStore, type FailureStore } from './throttle.js';
 import { ACCESS_TOKEN_TYPE, type Issuer, type Revocation } from './tokens.js';
 
 /** Claims of a verified access token, kept until exp. */
@@ -43,6 +43,7 @@ export class AuthRuntime implements TokenVerifier {
   readonly issuer: Issuer;
   readonly loginThrottle: FailureThrottle;
   readonly clientThrottle: FailureThrottle;
+  private readonly throttleStore: FailureStore;
   /** jti → expiry (ms). Entries are dropped once the token would have expired anyway. */
   private readonly denied = new Map<string, number>();
   private readonly cache = new Map<string, CacheEntry>();
@@ -52,14 +53,22 @@ export class AuthRuntime implements TokenVerifier {
 
   constructor(readonly services: AppServices) {
     const { config, clock } = services;
-    this.keys = new KeyStore(() => services.db.em(), clock);
-    this.issuer = { clock, keys: this.keys, issuer: config.publicUrl, audience: config.publicUrl };
-    this.loginThrottle = new FailureThrottle(clock, config.authLoginMaxFailures, config.authThrottleWindowMs);
-    this.clientThrottle = new FailureThrottle(
-      clock,
-      config.authClientMaxFailures,
-      config.authThrottleWindowMs,
-    );
+    this.keys = new KeyStore(() => services.db.em(), clock, services.secrets);
+    this.issuer = { clock, keys: this.keys, issuer: config.publicUrl, audience: config.resourceUrl };
+    this.throttleStore = config.redisUrl
+      ? new RedisFailureStore(config.redisUrl, `${config.redisPrefix}:auth:`)
+      : new MemoryFailureStore(clock);
+    const windowMs = config.authThrottleWindowMs;
+    this.loginThrottle = new FailureThrottle('login', this.throttleStore, {
+      perSubject: config.authLoginMaxFailures,
+      perIp: config.authLoginMaxFailuresPerIp,
+      windowMs,
+    });
+    this.clientThrottle = new FailureThrottle('client', this.throttleStore, {
+      perSubject: config.authClientMaxFailures,
+      perIp: config.authClientMaxFailuresPerIp,
+      windowMs,
+    });
   }
 
   get em(): EntityManager {
@@ -67,7 +76,10 @@ export class AuthRuntime implements TokenVerifier {
   }
 
   async start(): Promise<void> {
+    await this.keys.sealPlaintextKeys();
     await this.keys.ensureKey();
+    // Opens the signing key now: a wrong SECRETS_KEY stops the start with a clear error, not issuance later.
+    await this.keys.signingKey(this.em);
     await this.keys.reload();
     await this.reloadDenyList();
     this.refreshTimer = setInterval(() => {
@@ -77,9 +89,10 @@ export class AuthRuntime implements TokenVerifier {
     this.refreshTimer.unref();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
     this.refreshTimer = undefined;
+    await this.throttleStore.close();
   }
 
   private async tick(): Promise<void> {

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { User } from '../accounts/entities.js';
 import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, newSecret, sha256Hex } from '../kernel/crypto.js';
+import type { SecretBox } from '../kernel/secret-box.js';
 import { AuthSession } from './entities.js';
 
 export const SESSION_COOKIE = 'tg_session';
@@ -96,4 +97,38 @@ export function loginCsrfToken(
 export function loginCsrfValid(request: FastifyRequest, presented: unknown): boolean {
   const cookie = request.cookies[LOGIN_CSRF_COOKIE];
   return typeof presented === 'string' && !!cookie && constantTimeEqual(presented, cookie);
+}
+
+/** How long a flash waits for the page the redirect leads to; a browser follows at once. */
+const FLASH_TTL_MS = 5 * 60 * 1000;
+
+/** Keeps `value` (sealed) in the session for the next page, replacing any earlier flash. */
+export async function setFlash(
+  em: EntityManager,
+  clock: Clock,
+  box: SecretBox,
+  session: AuthSession,
+  value: unknown,
+): Promise<void> {
+  const sealed = box.seal(JSON.stringify({ expiresAt: clock.now().getTime() + FLASH_TTL_MS, value }));
+  await em.nativeUpdate(AuthSession, { id: session.id }, { flash: sealed });
+  session.flash = sealed;
+}
+
+/**
+ * The session's flash, at most once: it is cleared with a conditional update, so of two
+ * concurrent reads (two tabs, a reload racing the first load) only one gets it.
+ */
+export async function takeFlash<T>(
+  em: EntityManager,
+  clock: Clock,
+  box: SecretBox,
+  session: AuthSession,
+): Promise<T | null> {
+  const sealed = session.flash;
+  if (!sealed) return null;
+  const taken = await em.nativeUpdate(AuthSession, { id: session.id, flash: sealed }, { flash: null });
+  if (taken !== 1) return null;
+  const { expiresAt, value } = JSON.parse(box.open(sealed)) as { expiresAt: number; value: T };
+  return expiresAt > clock.now().getTime() ? value : null;
 }

@@ -1,46 +1,135 @@
+import { Redis } from 'ioredis';
 import type { Clock } from '../kernel/clock.js';
 
 const MAX_TRACKED = 100_000;
 
-/**
- * Counts failures (wrong passwords, wrong client secrets) per key in a fixed window. Only
- * failures count, so a legitimate caller is never slowed by its own successful requests.
- * In-memory: each process throttles on its own, which bounds guessing per process.
- */
-export class FailureThrottle {
+/** Failure counters in fixed windows that start at a key's first failure. */
+export interface FailureStore {
+  /** Milliseconds until every key at or over its limit leaves its window; 0 when none is. */
+  blockedFor(limits: ReadonlyArray<{ key: string; max: number }>): Promise<number>;
+  /** Counts one failure against each key. */
+  fail(keys: readonly string[], windowMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** In this process only: N processes allow N times the failures (see README, Abuse). */
+export class MemoryFailureStore implements FailureStore {
   private readonly failures = new Map<string, { count: number; windowEnd: number }>();
 
-  constructor(
-    private readonly clock: Clock,
-    private readonly maxFailures: number,
-    private readonly windowMs: number,
-  ) {}
+  constructor(private readonly clock: Clock) {}
 
-  /** Seconds until every key may try again; 0 when none is blocked. */
-  retryAfter(keys: string[]): number {
+  async blockedFor(limits: ReadonlyArray<{ key: string; max: number }>): Promise<number> {
     const now = this.clock.now().getTime();
-    let until = 0;
-    for (const key of keys) {
+    let until = now;
+    for (const { key, max } of limits) {
       const entry = this.failures.get(key);
-      if (entry && entry.windowEnd > now && entry.count >= this.maxFailures)
-        until = Math.max(until, entry.windowEnd);
+      if (entry && entry.windowEnd > now && entry.count >= max) until = Math.max(until, entry.windowEnd);
     }
-    return until === 0 ? 0 : Math.max(1, Math.ceil((until - now) / 1000));
+    return until - now;
   }
 
-  fail(keys: string[]): void {
+  async fail(keys: readonly string[], windowMs: number): Promise<void> {
     const now = this.clock.now().getTime();
     if (this.failures.size > MAX_TRACKED) this.prune(now);
     for (const key of keys) {
       const entry = this.failures.get(key);
       if (entry && entry.windowEnd > now) entry.count += 1;
-      else this.failures.set(key, { count: 1, windowEnd: now + this.windowMs });
+      else this.failures.set(key, { count: 1, windowEnd: now + windowMs });
     }
   }
+
+  async close(): Promise<void> {}
 
   private prune(now: number): void {
     for (const [key, entry] of this.failures) if (entry.windowEnd <= now) this.failures.delete(key);
     // Under a flood of distinct keys, forgetting beats running out of memory.
     if (this.failures.size > MAX_TRACKED) this.failures.clear();
+  }
+}
+
+const BLOCKED_FOR_SCRIPT = `
+local wait = 0
+for i, key in ipairs(KEYS) do
+  local count = tonumber(redis.call('GET', key) or '0')
+  if count >= tonumber(ARGV[i]) then
+    local ttl = redis.call('PTTL', key)
+    if ttl > wait then wait = ttl end
+  end
+end
+return wait`;
+
+const FAIL_SCRIPT = `
+for _, key in ipairs(KEYS) do
+  if redis.call('INCR', key) == 1 then redis.call('PEXPIRE', key, ARGV[1]) end
+end
+return 0`;
+
+/**
+ * Shared by every process on one Redis (REDIS_URL), so running more processes does not multiply
+ * the failures an attacker may try. Windows follow Redis's clock, not the injected one.
+ */
+export class RedisFailureStore implements FailureStore {
+  private readonly redis: Redis;
+
+  constructor(
+    url: string,
+    private readonly prefix: string,
+  ) {
+    this.redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  }
+
+  async blockedFor(limits: ReadonlyArray<{ key: string; max: number }>): Promise<number> {
+    const keys = limits.map((l) => this.prefix + l.key);
+    const maxes = limits.map((l) => String(l.max));
+    return Number(await this.redis.eval(BLOCKED_FOR_SCRIPT, keys.length, ...keys, ...maxes));
+  }
+
+  async fail(keys: readonly string[], windowMs: number): Promise<void> {
+    const prefixed = keys.map((k) => this.prefix + k);
+    await this.redis.eval(FAIL_SCRIPT, prefixed.length, ...prefixed, String(windowMs));
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+export interface ThrottleLimits {
+  /** Failures allowed per source IP and subject (email or client_id) within the window. */
+  perSubject: number;
+  /** Failures allowed per source IP, whatever the subject (spraying many emails or clients). */
+  perIp: number;
+  windowMs: number;
+}
+
+/**
+ * Counts failed credentials (wrong passwords, wrong client secrets) per source IP and per
+ * (IP, subject) pair — never per subject alone: a counter anyone can bump for an email or a
+ * client_id (which is public) would let an attacker lock the real owner out from elsewhere.
+ * Only failures count, so a caller is never slowed by its own successful requests.
+ */
+export class FailureThrottle {
+  constructor(
+    private readonly name: string,
+    private readonly store: FailureStore,
+    private readonly limits: ThrottleLimits,
+  ) {}
+
+  private keys(ip: string, subject: string): [string, string] {
+    return [`${this.name}:ip:${ip}`, `${this.name}:pair:${ip}|${subject}`];
+  }
+
+  /** Seconds until this IP may try this subject again; 0 when it may now. */
+  async retryAfter(ip: string, subject: string): Promise<number> {
+    const [byIp, byPair] = this.keys(ip, subject);
+    const ms = await this.store.blockedFor([
+      { key: byIp, max: this.limits.perIp },
+      { key: byPair, max: this.limits.perSubject },
+    ]);
+    return ms <= 0 ? 0 : Math.max(1, Math.ceil(ms / 1000));
+  }
+
+  fail(ip: string, subject: string): Promise<void> {
+    return this.store.fail(this.keys(ip, subject), this.limits.windowMs);
   }
 }

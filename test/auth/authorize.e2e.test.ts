@@ -10,6 +10,7 @@ import {
   hiddenValue,
   PASSWORD,
   pkce,
+  postForm,
   registerClient,
   startAuthServer,
 } from './helpers.js';
@@ -90,6 +91,86 @@ describe('GET /oauth/authorize, sign-in and consent', () => {
     );
   });
 
+  it('loopback redirect URIs (RFC 8252 §7.3): any port on 127.0.0.1 and [::1], the rest exact; localhost exact', async () => {
+    const native = await registerClient(server, clock, {
+      accountId: user.accountId,
+      redirectUris: [
+        'http://127.0.0.1/cb?app=1',
+        'http://[::1]:8000/native',
+        'http://localhost:8080/cb',
+        'https://app.example/cb',
+      ],
+    });
+    const q = (redirectUri: string) =>
+      new URLSearchParams({
+        response_type: 'code',
+        code_challenge_method: 'S256',
+        ...params(),
+        client_id: native.client_id,
+        redirect_uri: redirectUri,
+      }).toString();
+    for (const accepted of [
+      'http://127.0.0.1:54321/cb?app=1',
+      'http://127.0.0.1/cb?app=1',
+      'http://[::1]:61000/native',
+      'http://[::1]/native',
+      'http://localhost:8080/cb',
+      'https://app.example/cb',
+    ]) {
+      const res = await browser.fetch(`/oauth/authorize?${q(accepted)}`);
+      expect(res.status, accepted).toBe(200);
+      expect(await res.text(), accepted).toContain(`sent back to <code>${accepted}</code>`);
+    }
+    for (const refused of [
+      'http://127.0.0.1:54321/cb?app=2',
+      'http://127.0.0.1:54321/cb',
+      'http://127.0.0.1:54321/cb/?app=1',
+      'http://127.0.0.1:54321/CB?app=1',
+      'http://127.0.0.1:0/cb?app=1',
+      'http://127.0.0.1:65536/cb?app=1',
+      'http://[::1]:54321/cb?app=1',
+      'http://127.0.0.1:8000/native',
+      'http://127.0.0.1:54321@evil.example/cb?app=1',
+      'https://127.0.0.1:54321/cb?app=1',
+      'http://localhost:9999/cb',
+      'https://app.example:8443/cb',
+    ]) {
+      await expectErrorPage(q(refused), /redirect_uri is not registered/);
+    }
+
+    // The code is bound to the exact URI used, port included; the token request must repeat it.
+    const { verifier, challenge } = pkce();
+    const used = 'http://127.0.0.1:54321/cb?app=1';
+    const location = await consent(browser, {
+      client_id: native.client_id,
+      redirect_uri: used,
+      scope: 'read:vessels',
+      state: 'loop',
+      code_challenge: challenge,
+    });
+    expect(`${location.origin}${location.pathname}`).toBe('http://127.0.0.1:54321/cb');
+    expect(location.searchParams.get('app')).toBe('1');
+    expect(location.searchParams.get('state')).toBe('loop');
+    const exchange = (redirectUri: string) =>
+      postForm(server, '/oauth/token', {
+        grant_type: 'authorization_code',
+        code: location.searchParams.get('code')!,
+        code_verifier: verifier,
+        redirect_uri: redirectUri,
+        client_id: native.client_id,
+        client_secret: native.client_secret!,
+      });
+    for (const other of ['http://127.0.0.1/cb?app=1', 'http://127.0.0.1:54322/cb?app=1']) {
+      const res = await exchange(other);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        error: 'invalid_grant',
+        error_description: expect.stringMatching(/redirect_uri/),
+      });
+    }
+    expect((await exchange(used)).status).toBe(200);
+  });
+
   it('sends other errors back to the client with the unchanged state', async () => {
     const base = { response_type: 'code', code_challenge_method: 'S256', ...params() };
     await expectRedirectError({ ...base, response_type: 'token' }, 'unsupported_response_type');
@@ -99,6 +180,12 @@ describe('GET /oauth/authorize, sign-in and consent', () => {
       /read:invoices/,
     );
     await expectRedirectError({ ...base, scope: 'read:everything' }, 'invalid_scope', /unknown scope/);
+    // Not an OpenID provider: openid is an unknown scope, never an ID token.
+    await expectRedirectError(
+      { ...base, scope: 'openid read:vessels' },
+      'invalid_scope',
+      /unknown scope: openid/,
+    );
     await expectRedirectError({ ...base, scope: '' }, 'invalid_scope', /scope is required/);
     const { code_challenge: _c, ...noChallenge } = base;
     await expectRedirectError(noChallenge, 'invalid_request', /code_challenge is required/);
@@ -223,7 +310,7 @@ describe('GET /oauth/authorize, sign-in and consent', () => {
   });
 });
 
-describe('sign-in throttling', () => {
+describe('sign-in throttling from one address', () => {
   const clock = new ManualClock('2026-03-02T10:00:00.000Z');
   let server: TestServer;
   beforeAll(async () => {

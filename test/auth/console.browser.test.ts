@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import { chromium, type Browser as Chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ApiKey } from '../../src/accounts/entities.js';
+import { OAuthClient } from '../../src/auth/entities.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { CHROMIUM_PATH, describeWithChromium } from '../helpers/env.js';
 import type { TestServer } from '../helpers/server.js';
@@ -59,7 +61,7 @@ describeWithChromium('console and consent in headless Chromium', () => {
     return page;
   }
 
-  /** The page's HTML once Chromium has finished showing its error page after a failed Back. */
+  /** The page's HTML once Chromium has finished navigating (Back may still be loading). */
   async function settledContent(page: Page): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       await page.waitForLoadState('load').catch(() => undefined);
@@ -78,51 +80,90 @@ describeWithChromium('console and consent in headless Chromium', () => {
     await page.click('#sign-in');
   }
 
-  it('registers an application: the secret is shown once, with a warning, and never again; API keys likewise', async () => {
+  it('shows this month’s API calls, and the number grows with the account’s calls', async () => {
+    const page = await newPage();
+    await page.goto(`${server.url}/console`);
+    await signIn(page);
+    await page.waitForURL(`${server.url}/console`);
+    expect(await page.textContent('#plan')).toBe('Analyst');
+    const usage = async () => Number(await page.textContent('#usage'));
+    const before = await usage();
+    expect(Number.isInteger(before)).toBe(true);
+    const calls = 3;
+    for (let i = 0; i < calls; i++) {
+      const res = await fetch(`${server.url}/v1/vessels/lookup?imo=9074729`, {
+        headers: { 'x-api-key': server.key('ANALYST') },
+      });
+      expect(res.status).toBe(200);
+    }
+    // Audit rows are written off the request path: flush, then read the page until they are counted.
+    let after = before;
+    for (let attempt = 0; attempt < 20 && after < before + calls; attempt++) {
+      await server.app.services.audit.flush();
+      await page.reload();
+      after = await usage();
+    }
+    expect(after).toBe(before + calls);
+  });
+
+  it('registers an application: the secret is shown once after a redirect, with a warning, and never again; API keys likewise', async () => {
     const page = await newPage();
     await page.goto(`${server.url}/console`);
     expect(new URL(page.url()).pathname).toBe('/console/login');
     await signIn(page);
     await page.waitForURL(`${server.url}/console`);
-    expect(await page.textContent('#plan')).toBe('Analyst');
-    expect(await page.textContent('#usage')).toMatch(/^\d+$/);
+    const registered = () =>
+      server.database.db.em().count(OAuthClient, { name: 'Harbour dashboard', accountId: user.accountId });
 
     await page.fill('#client-name', 'Harbour dashboard');
     await page.fill('#redirect-uris', callbackUrl);
     await page.check('#register-client input[name=scopes][value="read:vessels"]');
     await page.check('#register-client input[name=scopes][value="read:port_calls"]');
     await page.click('#register');
+    await page.waitForURL(`${server.url}/console/shown-once`);
     const clientId = (await page.textContent('#client-id'))!.trim();
     const secret = (await page.textContent('#client-secret'))!.trim();
     expect(clientId).toMatch(/^tgc_/);
     expect(secret).toMatch(/^tgcs_/);
     expect(await page.textContent('.warning')).toMatch(/shown only this once/);
+    expect(await registered()).toBe(1);
+
+    // A reload is a GET of the page the POST redirected to: no second registration, and the secret is gone.
+    const reloaded = await page.reload();
+    expect(reloaded!.status()).toBe(410);
+    expect(await page.textContent('#gone')).toMatch(/already been shown/);
+    expect(await page.content()).not.toContain(secret);
+    expect(await registered()).toBe(1);
 
     await page.goto(`${server.url}/console`);
     const console = await page.content();
     expect(console).toContain(clientId);
     expect(console).toContain('Harbour dashboard');
     expect(console).not.toContain(secret);
-    // The secret page is no-store: Back cannot bring it out of the cache (Chromium answers ERR_CACHE_MISS).
-    const back = await page.goBack().then(
-      () => 'shown',
-      (e: Error) => e.message,
-    );
-    expect(back).toMatch(/ERR_CACHE_MISS/);
+    // Back lands on the shown-once page again (no-store, so it is fetched anew): still gone.
+    await page.goBack();
     expect(await settledContent(page)).not.toContain(secret);
+    expect(await page.textContent('#gone')).toMatch(/already been shown/);
 
     await page.goto(`${server.url}/console`);
     await page.click(`tr[data-client-id="${clientId}"] button:has-text("Rotate secret")`);
+    await page.waitForURL(`${server.url}/console/shown-once`);
     const rotated = (await page.textContent('#client-secret'))!.trim();
     expect(rotated).toMatch(/^tgcs_/);
     expect(rotated).not.toBe(secret);
+    await page.reload();
+    expect(await page.content()).not.toContain(rotated);
 
     await page.goto(`${server.url}/console`);
     await page.fill('#key-name', 'Reporting job');
     await page.check('#create-key input[name=scopes][value="read:vessels"]');
     await page.click('#create-key-button');
+    await page.waitForURL(`${server.url}/console/shown-once`);
     const apiKey = (await page.textContent('#api-key'))!.trim();
     expect(apiKey).toMatch(/^tg_/);
+    await page.reload();
+    expect(await page.content()).not.toContain(apiKey);
+    expect(await server.database.db.em().count(ApiKey, { name: 'Reporting job' })).toBe(1);
     const lookup = await fetch(`${server.url}/v1/vessels/lookup?imo=9074729`, {
       headers: { 'x-api-key': apiKey },
     });

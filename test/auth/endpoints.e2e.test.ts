@@ -58,34 +58,75 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
       grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     });
     expect(oidc.scopes_supported).toContain('read:port_calls');
     expect(oidc.scopes_supported).toContain('admin');
+    expect(oidc.scopes_supported).not.toContain('openid');
+    expect(oidc.response_types_supported).not.toContain('id_token');
   });
 
-  it('JWKS publishes the signing key; rotation adds a key and keeps the old one until its tokens expire', async () => {
-    const before = await getJson(`${server.url}/.well-known/jwks.json`);
+  it('JWKS publishes the signing key; a rotated-in key is published at once, signs after the JWKS max-age, and the old one stays until its tokens expire', async () => {
+    const jwksRes = await fetch(`${server.url}/.well-known/jwks.json`);
+    expect(jwksRes.headers.get('cache-control')).toBe('public, max-age=300');
+    const before = (await jwksRes.json()) as Json;
     expect(before.keys).toHaveLength(1);
     expect(before.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
     expect(before.keys[0].d).toBeUndefined();
-    const oldToken = (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
-      .access_token as string;
+    const oldKid = before.keys[0].kid;
+    const issue = async () =>
+      (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
+        .access_token as string;
     const kidOf = (t: string) => JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString()).kid;
-    expect(kidOf(oldToken)).toBe(before.keys[0].kid);
+    const oldToken = await issue();
+    expect(kidOf(oldToken)).toBe(oldKid);
 
+    const rotatedAt = clock.now().getTime();
     const { json } = await command('keys rotate-signing').run(cli(), { options: {}, positionals: [] });
-    const newKid = (json as { kid: string }).kid;
+    const rotated = json as { kid: string; activates_at: string };
+    expect(new Date(rotated.activates_at).getTime()).toBe(rotatedAt + 300 * SECOND);
+    const newKid = rotated.kid;
+    // Published at once, so verifiers that refetch now know it before it is ever used…
     const after = await getJson(`${server.url}/.well-known/jwks.json`);
-    expect(after.keys.map((k: { kid: string }) => k.kid)).toEqual([newKid, before.keys[0].kid]);
-    const newToken = (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
-      .access_token as string;
+    expect(after.keys.map((k: { kid: string }) => k.kid)).toEqual([newKid, oldKid]);
+    expect(after.keys.every((k: Json) => k.d === undefined)).toBe(true);
+    // …while the old key keeps signing until every cached copy without the new key has expired.
+    expect(kidOf(await issue())).toBe(oldKid);
+    clock.advance(300 * SECOND - 1);
+    const lastOld = await issue();
+    expect(kidOf(lastOld)).toBe(oldKid);
+    clock.advance(1);
+    const newToken = await issue();
     expect(kidOf(newToken)).toBe(newKid);
     expect(await vesselStatus(server, oldToken)).toBe(200);
+    expect(await vesselStatus(server, lastOld)).toBe(200);
     expect(await vesselStatus(server, newToken)).toBe(200);
 
-    clock.advance(HOUR + SECOND);
-    const later = await getJson(`${server.url}/.well-known/jwks.json`);
-    expect(later.keys.map((k: { kid: string }) => k.kid)).toEqual([newKid]);
+    // The old key stays published until the last token it signed has expired (one hour after it stopped).
+    const publishedKids = async () =>
+      (await getJson(`${server.url}/.well-known/jwks.json`)).keys.map((k: Json) => k.kid);
+    clock.advance(HOUR - 2 * SECOND);
+    expect(await vesselStatus(server, lastOld)).toBe(200);
+    expect(await publishedKids()).toEqual([newKid, oldKid]);
+    clock.advance(SECOND);
+    expect(await vesselStatus(server, lastOld)).toBe(401);
+    expect(await publishedKids()).toEqual([newKid, oldKid]);
+    clock.advance(SECOND);
+    expect(await publishedKids()).toEqual([newKid]);
+  });
+
+  it('keys rotate-signing --now signs with the new key at once (emergency), retiring the old one now', async () => {
+    const { json } = await command('keys rotate-signing').run(cli(), {
+      options: { now: true },
+      positionals: [],
+    });
+    const rotated = json as { kid: string; activates_at: string };
+    expect(new Date(rotated.activates_at).getTime()).toBe(clock.now().getTime());
+    const token = (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
+      .access_token as string;
+    expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid).toBe(rotated.kid);
+    expect(await vesselStatus(server, token)).toBe(200);
   });
 
   it('revoke (RFC 7009): 200 for unknown tokens, client authentication required, refresh revokes its family', async () => {
@@ -139,22 +180,43 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
     ).toBeGreaterThanOrEqual(1);
   });
 
-  it('revoking another client’s token answers 200 and changes nothing', async () => {
+  it('revoking a token issued to another client is refused (400 unauthorized_client) and changes nothing', async () => {
     const other = await registerClient(server, clock, {
       accountId: user.accountId,
-      grantTypes: 'client_credentials',
+      grantTypes: 'authorization_code refresh_token client_credentials',
     });
-    const token = (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
+    const otherAuth = { client_id: other.client_id, client_secret: other.client_secret! };
+    const access = (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
       .access_token as string;
-    const before = await tokenRows(server);
+    const { refresh_token: refresh } = await exchangeCode(server, user, client);
+    for (const token of [access, refresh]) {
+      const before = await tokenRows(server);
+      const res = await postForm(server, '/oauth/revoke', { token, ...otherAuth });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        error: 'unauthorized_client',
+        error_description: 'the token was not issued to this client',
+      });
+      expect(await tokenRows(server)).toEqual(before);
+    }
+    expect(await vesselStatus(server, access)).toBe(200);
+    expect(
+      (await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: refresh, ...auth() })).status,
+    ).toBe(200);
+  });
+
+  it('a public client revokes its own tokens with its client_id alone', async () => {
+    const pub = await registerClient(server, clock, { accountId: user.accountId, public: true });
+    const tokens = await exchangeCode(server, user, pub);
+    expect(await vesselStatus(server, tokens.access_token)).toBe(200);
     const res = await postForm(server, '/oauth/revoke', {
-      token,
-      client_id: other.client_id,
-      client_secret: other.client_secret!,
+      token: tokens.refresh_token,
+      client_id: pub.client_id,
     });
     expect(res.status).toBe(200);
-    expect(await tokenRows(server)).toEqual(before);
-    expect(await vesselStatus(server, token)).toBe(200);
+    expect(await vesselStatus(server, tokens.access_token)).toBe(401);
+    const rows = await server.database.db.em().find(RefreshToken, { clientId: pub.client_id });
+    expect(rows.map((r) => r.revokedAt !== null)).toEqual([true]);
   });
 
   it('introspect (RFC 7662): active for live tokens of the caller’s account, inactive otherwise', async () => {
@@ -171,16 +233,29 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
     });
     const refresh = await postForm(server, '/oauth/introspect', { token: tokens.refresh_token, ...auth() });
     expect(refresh.body).toMatchObject({ active: true, token_type: 'refresh_token', sub: user.id });
+    // A resource server of the same account (another confidential client) may introspect it too.
+    const sibling = await registerClient(server, clock, {
+      accountId: user.accountId,
+      grantTypes: 'client_credentials',
+    });
+    const bySibling = await postForm(server, '/oauth/introspect', {
+      token: tokens.access_token,
+      client_id: sibling.client_id,
+      client_secret: sibling.client_secret!,
+    });
+    expect(bySibling.body).toMatchObject({ active: true, client_id: client.client_id });
     const stranger = await registerClient(server, clock, {
       accountId: server.demo.accounts[0]!.accountId,
       grantTypes: 'client_credentials',
     });
-    const foreign = await postForm(server, '/oauth/introspect', {
-      token: tokens.access_token,
-      client_id: stranger.client_id,
-      client_secret: stranger.client_secret!,
-    });
-    expect(foreign.body).toEqual({ active: false });
+    for (const token of [tokens.access_token, tokens.refresh_token]) {
+      const foreign = await postForm(server, '/oauth/introspect', {
+        token,
+        client_id: stranger.client_id,
+        client_secret: stranger.client_secret!,
+      });
+      expect(foreign.body).toEqual({ active: false });
+    }
     await postForm(server, '/oauth/revoke', { token: tokens.access_token, ...auth() });
     expect(
       (await postForm(server, '/oauth/introspect', { token: tokens.access_token, ...auth() })).body,
@@ -188,6 +263,45 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
     expect((await postForm(server, '/oauth/introspect', { token: 'garbage', ...auth() })).body).toEqual({
       active: false,
     });
+  });
+
+  it('introspect: a third-party client may introspect tokens issued to it for users of another account', async () => {
+    // The app belongs to the Institutional account; the user who approved it is in the Analyst account.
+    const thirdParty = await registerClient(server, clock, {
+      accountId: server.demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.accountId,
+    });
+    const tokens = await exchangeCode(server, user, thirdParty);
+    const own = { client_id: thirdParty.client_id, client_secret: thirdParty.client_secret! };
+    for (const [token, type] of [
+      [tokens.access_token, 'Bearer'],
+      [tokens.refresh_token, 'refresh_token'],
+    ] as const) {
+      const res = await postForm(server, '/oauth/introspect', { token, ...own });
+      expect(res.body).toMatchObject({
+        active: true,
+        token_type: type,
+        client_id: thirdParty.client_id,
+        sub: user.id,
+        account_id: user.accountId,
+      });
+    }
+  });
+
+  it('introspect requires a confidential client: a public client gets 401 invalid_client and learns nothing', async () => {
+    const pub = await registerClient(server, clock, { accountId: user.accountId, public: true });
+    const tokens = await exchangeCode(server, user, pub);
+    for (const token of [tokens.access_token, tokens.refresh_token, 'garbage']) {
+      const res = await postForm(server, '/oauth/introspect', { token, client_id: pub.client_id });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm="tidegate"/);
+      expect(res.body).toEqual({
+        error: 'invalid_client',
+        error_description: 'introspection requires a confidential client authenticated with its secret',
+      });
+    }
+    const noClient = await postForm(server, '/oauth/introspect', { token: tokens.access_token });
+    expect(noClient.status).toBe(401);
+    expect(noClient.body.error).toBe('invalid_client');
   });
 
   it('userinfo: 401 with WWW-Authenticate invalid_token for missing, forged, revoked or machine tokens', async () => {
@@ -318,11 +432,17 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
         }),
       ).rejects.toThrow(message);
     }
+    const secrets = async () =>
+      (await server.database.db.em().find(OAuthClient, {}, { orderBy: { clientId: 'asc' } })).map((c) => [
+        c.clientId,
+        c.secretHash,
+      ]);
+    const secretsBefore = await secrets();
     await expect(
       command('clients rotate-secret').run(cli(), { options: {}, positionals: ['tgc_missing'] }),
-    ).rejects.toThrow(/not found/);
+    ).rejects.toThrow(/OAuth client 'tgc_missing' was not found/);
     expect(await count()).toBe(before);
-    expect(await server.database.db.em().count(RefreshToken, { clientId: 'tgc_missing' })).toBe(0);
+    expect(await secrets()).toEqual(secretsBefore);
   });
 });
 

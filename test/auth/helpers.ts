@@ -87,10 +87,14 @@ export function pkce(): { verifier: string; challenge: string } {
 export class Browser {
   private readonly cookies = new Map<string, string>();
 
-  constructor(readonly base: string) {}
+  /** `headers` go with every request (e.g. X-Forwarded-For to pose as another source IP). */
+  constructor(
+    readonly base: string,
+    private readonly headers: Record<string, string> = {},
+  ) {}
 
   async fetch(path: string, init: RequestInit = {}): Promise<Response> {
-    const headers = new Headers(init.headers);
+    const headers = new Headers({ ...this.headers, ...Object.fromEntries(new Headers(init.headers)) });
     if (this.cookies.size > 0)
       headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
     const res = await fetch(path.startsWith('http') ? path : `${this.base}${path}`, {
@@ -220,8 +224,12 @@ export async function tokenRequest(
   server: TestServer,
   form: Record<string, string>,
   basic?: { id: string; secret: string },
+  extraHeaders: Record<string, string> = {},
 ): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    ...extraHeaders,
+  };
   if (basic)
     headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.id)}:${encodeURIComponent(basic.secret)}`).toString('base64')}`;
   const res = await fetch(`${server.url}/oauth/token`, {
@@ -233,10 +241,15 @@ export async function tokenRequest(
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {} };
 }
 
-export async function postForm(server: TestServer, path: string, form: Record<string, string>) {
+export async function postForm(
+  server: TestServer,
+  path: string,
+  form: Record<string, string>,
+  extraHeaders: Record<string, string> = {},
+) {
   const res = await fetch(`${server.url}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...extraHeaders },
     body: new URLSearchParams(form),
   });
   const text = await res.text();
@@ -288,3 +301,6 @@ export async function vesselStatus(server: TestServer, token: string): Promise<n
 export async function getJson(url: string): Promise<Json> {
   return (await fetch(url)).json();
 }
+
+/** Poses as a client at `ip` (the server must run with TRUST_PROXY=true). */
+export const fromIp = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip });

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeEachDialect } from '../helpers/env.js';
-import { HOUR, ManualClock, MINUTE, DAY, SECOND } from '../../src/kernel/clock.js';
+import { buildApp, type App } from '../../src/app.js';
+import { describeEachDialect, describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
+import { HOUR, ManualClock, MINUTE, DAY, SECOND, systemClock } from '../../src/kernel/clock.js';
 import type { TestServer } from '../helpers/server.js';
 import {
   createAnalystUser,
@@ -11,6 +13,7 @@ import {
   tokenRequest,
   tokenRows,
   vesselStatus,
+  fromIp,
 } from './helpers.js';
 
 describeEachDialect('POST /oauth/token', (dialect) => {
@@ -299,22 +302,22 @@ describeEachDialect('POST /oauth/token', (dialect) => {
     expect((await tokenRequest(server, base)).status).toBe(200);
   });
 
-  it('a code expires after 10 minutes', async () => {
-    const { code, verifier, redirectUri } = await obtainCode(server, user, client);
-    clock.advance(10 * MINUTE + SECOND);
-    await expectError(
-      () =>
-        tokenRequest(server, {
-          grant_type: 'authorization_code',
-          code,
-          code_verifier: verifier,
-          redirect_uri: redirectUri,
-          ...secretPost(),
-        }),
-      400,
-      'invalid_grant',
-      /expired/,
-    );
+  it('a code expires after 10 minutes: valid one second before, expired at 10 minutes', async () => {
+    // Two codes issued at the same instant: one is spent just before expiry, the other just at it.
+    const early = await obtainCode(server, user, client);
+    const late = await obtainCode(server, user, client);
+    const exchange = (c: typeof early) =>
+      tokenRequest(server, {
+        grant_type: 'authorization_code',
+        code: c.code,
+        code_verifier: c.verifier,
+        redirect_uri: c.redirectUri,
+        ...secretPost(),
+      });
+    clock.advance(10 * MINUTE - SECOND);
+    expect((await exchange(early)).status).toBe(200);
+    clock.advance(SECOND);
+    await expectError(() => exchange(late), 400, 'invalid_grant', /expired/);
   });
 
   it('a second use of a code is invalid_grant and revokes every token issued from it, rotations included', async () => {
@@ -415,25 +418,21 @@ describeEachDialect('POST /oauth/token', (dialect) => {
   });
 
   it('access tokens expire after 3600 s and refresh tokens after 30 days (moved clock)', async () => {
+    // Two grants issued at the same instant: one refresh token is used just before expiry, one at it.
     const tokens = await exchangeCode(server, user, client);
+    const twin = await exchangeCode(server, user, client);
+    const refresh = (token: string) =>
+      tokenRequest(server, { grant_type: 'refresh_token', refresh_token: token, ...secretPost() });
     expect(await vesselStatus(server, tokens.access_token)).toBe(200);
     clock.advance(HOUR - SECOND);
     expect(await vesselStatus(server, tokens.access_token)).toBe(200);
     clock.advance(SECOND);
     expect(await vesselStatus(server, tokens.access_token)).toBe(401);
 
-    clock.advance(30 * DAY - HOUR);
-    await expectError(
-      () =>
-        tokenRequest(server, {
-          grant_type: 'refresh_token',
-          refresh_token: tokens.refresh_token,
-          ...secretPost(),
-        }),
-      400,
-      'invalid_grant',
-      /expired/,
-    );
+    clock.advance(30 * DAY - HOUR - SECOND);
+    expect((await refresh(twin.refresh_token)).status).toBe(200);
+    clock.advance(SECOND);
+    await expectError(() => refresh(tokens.refresh_token), 400, 'invalid_grant', /expired/);
   });
 
   it('a public client exchanges its code with PKCE and no secret; a secret from it is invalid_client', async () => {
@@ -457,26 +456,118 @@ describeEachDialect('POST /oauth/token', (dialect) => {
   });
 });
 
-describe('token endpoint throttling', () => {
+describe('token endpoint throttling: per source IP and per (IP, client), never per client alone', () => {
   const clock = new ManualClock('2026-03-02T10:00:00.000Z');
+  const ATTACKER = fromIp('198.51.100.7');
+  const OWNER = fromIp('203.0.113.10');
   let server: TestServer;
+  let user: { id: string; email: string; accountId: string };
   beforeAll(async () => {
     server = await startAuthServer({
       clock,
-      env: { AUTH_CLIENT_MAX_FAILURES: '3', AUTH_THROTTLE_WINDOW: '1m' },
+      env: {
+        TRUST_PROXY: 'true',
+        AUTH_CLIENT_MAX_FAILURES: '3',
+        AUTH_CLIENT_MAX_FAILURES_PER_IP: '5',
+        AUTH_THROTTLE_WINDOW: '1m',
+      },
     });
+    user = await createAnalystUser(server, clock);
   });
   afterAll(() => server?.close());
 
-  it('answers 429 with Retry-After after too many failed client authentications, even with the right secret, until the window ends', async () => {
-    const accountId = server.demo.accounts[0]!.accountId;
-    const client = await registerClient(server, clock, { accountId, grantTypes: 'client_credentials' });
+  const expectThrottled = (res: Awaited<ReturnType<typeof tokenRequest>>) => {
+    expect(res.status).toBe(429);
+    expect(res.body).toMatchObject({
+      error: 'temporarily_unavailable',
+      error_description: expect.stringMatching(/Too many failed client authentications from this address/),
+    });
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+  };
+
+  it('an IP that keeps failing gets 429, even with the right secret; the owner elsewhere still gets tokens', async () => {
+    const client = await registerClient(server, clock, {
+      accountId: user.accountId,
+      grantTypes: 'client_credentials',
+    });
+    const wrong = {
+      grant_type: 'client_credentials',
+      client_id: client.client_id,
+      client_secret: 'wrong',
+    };
+    const right = { ...wrong, client_secret: client.client_secret! };
+    for (let i = 0; i < 3; i++)
+      expect((await tokenRequest(server, wrong, undefined, ATTACKER)).status).toBe(401);
+    const before = await tokenRows(server);
+    expectThrottled(await tokenRequest(server, right, undefined, ATTACKER));
+    expectThrottled(
+      await tokenRequest(
+        server,
+        { grant_type: 'client_credentials' },
+        { id: client.client_id, secret: client.client_secret! },
+        ATTACKER,
+      ),
+    );
+    expect(await tokenRows(server)).toEqual(before);
+
+    // The hammering did not touch the owner: from its own address the right secret works, repeatedly.
+    for (let i = 0; i < 3; i++)
+      expect((await tokenRequest(server, right, undefined, OWNER)).status).toBe(200);
+
+    clock.advance(MINUTE);
+    expect((await tokenRequest(server, right, undefined, ATTACKER)).status).toBe(200);
+  });
+
+  it('bogus secrets sent for a public client lock out only the sender: the app still exchanges its code', async () => {
+    const pub = await registerClient(server, clock, { accountId: user.accountId, public: true });
     for (let i = 0; i < 3; i++) {
-      const res = await tokenRequest(server, {
-        grant_type: 'client_credentials',
-        client_id: client.client_id,
-        client_secret: 'wrong',
-      });
+      const res = await tokenRequest(
+        server,
+        { grant_type: 'authorization_code', client_id: pub.client_id, client_secret: `bogus-${i}` },
+        undefined,
+        ATTACKER,
+      );
+      expect(res.status).toBe(401);
+    }
+    expectThrottled(
+      await tokenRequest(
+        server,
+        { grant_type: 'authorization_code', client_id: pub.client_id },
+        undefined,
+        ATTACKER,
+      ),
+    );
+    const { code, verifier, redirectUri } = await obtainCode(server, user, pub);
+    const exchanged = await tokenRequest(
+      server,
+      {
+        grant_type: 'authorization_code',
+        code,
+        code_verifier: verifier,
+        redirect_uri: redirectUri,
+        client_id: pub.client_id,
+      },
+      undefined,
+      OWNER,
+    );
+    expect(exchanged.status).toBe(200);
+    expect(exchanged.body.access_token).toBeTruthy();
+  });
+
+  it('an IP spraying many client_ids is stopped by the per-IP limit; other IPs are not', async () => {
+    const client = await registerClient(server, clock, {
+      accountId: user.accountId,
+      grantTypes: 'client_credentials',
+    });
+    const sprayer = fromIp('198.51.100.99');
+    for (let i = 0; i < 5; i++) {
+      const res = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', client_id: `tgc_guess${i}`, client_secret: 'x' },
+        undefined,
+        sprayer,
+      );
       expect(res.status).toBe(401);
     }
     const right = {
@@ -484,14 +575,60 @@ describe('token endpoint throttling', () => {
       client_id: client.client_id,
       client_secret: client.client_secret!,
     };
-    const blocked = await tokenRequest(server, right);
-    expect(blocked.status).toBe(429);
-    expect(blocked.body).toMatchObject({
-      error: 'temporarily_unavailable',
-      error_description: expect.stringMatching(/Too many failed client authentications/),
+    // This client_id never failed from anywhere; the sprayer is stopped by its address alone.
+    expectThrottled(await tokenRequest(server, right, undefined, sprayer));
+    expect((await tokenRequest(server, right, undefined, OWNER)).status).toBe(200);
+  });
+});
+
+describeWithRedis('token endpoint throttling shared through Redis (REDIS_URL)', () => {
+  let a: TestServer;
+  let b: App;
+  let bUrl: string;
+  beforeAll(async () => {
+    a = await startAuthServer({
+      env: {
+        TRUST_PROXY: 'true',
+        REDIS_URL: TEST_REDIS_URL!,
+        REDIS_PREFIX: `tidegate-test-${randomBytes(4).toString('hex')}`,
+        AUTH_CLIENT_MAX_FAILURES: '3',
+      },
     });
+    // A second process on the same database and Redis.
+    b = await buildApp({ ...a.config, port: 0 }, { db: a.database.db, logger: false });
+    bUrl = await b.listen();
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('failures counted by one process throttle that IP on another; other IPs are untouched', async () => {
+    const client = await registerClient(a, systemClock, {
+      accountId: a.demo.accounts[0]!.accountId,
+      grantTypes: 'client_credentials',
+    });
+    const attacker = fromIp('198.51.100.7');
+    for (let i = 0; i < 3; i++) {
+      const res = await tokenRequest(
+        a,
+        { grant_type: 'client_credentials', client_id: client.client_id, client_secret: 'wrong' },
+        undefined,
+        attacker,
+      );
+      expect(res.status).toBe(401);
+    }
+    const right = {
+      grant_type: 'client_credentials',
+      client_id: client.client_id,
+      client_secret: client.client_secret!,
+    };
+    const onB = (headers: Record<string, string>) =>
+      tokenRequest({ ...a, url: bUrl }, right, undefined, headers);
+    const blocked = await onB(attacker);
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.error).toBe('temporarily_unavailable');
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
-    clock.advance(MINUTE);
-    expect((await tokenRequest(server, right)).status).toBe(200);
+    expect((await onB(fromIp('203.0.113.10'))).status).toBe(200);
   });
 });

@@ -5,6 +5,7 @@ import { Migration20261122000600Events } from './Migration20261122000600Events.j
 import { Migration20261122000700PortOps } from './Migration20261122000700PortOps.js';
 import { Migration20261122000800Liquidity } from './Migration20261122000800Liquidity.js';
 import { Migration20261123000100KeyRotation } from './Migration20261123000100KeyRotation.js';
+import { Migration20261123000300AuthHardening } from './Migration20261123000300AuthHardening.js';
 import { Migration20261123000800LiquidityRevisions } from './Migration20261123000800LiquidityRevisions.js';
 
 /**
@@ -18,5 +19,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000700PortOps', class: Migration20261122000700PortOps },
   { name: 'Migration20261122000800Liquidity', class: Migration20261122000800Liquidity },
   { name: 'Migration20261123000100KeyRotation', class: Migration20261123000100KeyRotation },
+  { name: 'Migration20261123000300AuthHardening', class: Migration20261123000300AuthHardening },
   { name: 'Migration20261123000800LiquidityRevisions', class: Migration20261123000800LiquidityRevisions },
 ];

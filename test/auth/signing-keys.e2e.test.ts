@@ -1,0 +1,200 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type App } from '../../src/app.js';
+import { SigningKey } from '../../src/auth/entities.js';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/orm.js';
+import { seedDemo } from '../../src/db/seed.js';
+import { systemClock } from '../../src/kernel/clock.js';
+import { openSecretBox } from '../../src/kernel/secret-box.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { describeEachDialect, TEST_SECRETS_KEY } from '../helpers/env.js';
+import { gql } from '../helpers/server.js';
+import { command } from './helpers.js';
+
+describeEachDialect('signing keys at rest: sealed with the secret box', (dialect) => {
+  let database: TestDatabase;
+  let client: { client_id: string; client_secret: string };
+  const env = (secretsKey = TEST_SECRETS_KEY) => ({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'warn',
+    SECRETS_KEY: secretsKey!,
+  });
+  const config = () => loadConfig(env());
+  const box = () => openSecretBox(config());
+  const start = async (secretsKey?: string): Promise<{ app: App; url: string }> => {
+    const app = await buildApp(loadConfig(env(secretsKey)), { db: database.db, logger: false });
+    return { app, url: await app.listen() };
+  };
+  const issue = async (url: string): Promise<string> => {
+    const res = await fetch(`${url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', ...client }),
+    });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { access_token: string }).access_token;
+  };
+  const accepted = async (url: string, token: string): Promise<boolean> => {
+    const res = await gql(url, '{ viewer { scopes } }', { headers: { authorization: `Bearer ${token}` } });
+    return res.status === 200 && res.body.errors === undefined;
+  };
+  /** The stored column as the database holds it (as JSON text), not as the ORM maps it. */
+  const storedPrivateKeys = async (): Promise<Array<{ kid: string; private_jwk: string }>> => {
+    const rows = (await database.db
+      .em()
+      .getConnection()
+      .execute('select kid, private_jwk from oauth_signing_keys order by kid')) as Array<{
+      kid: string;
+      private_jwk: unknown;
+    }>;
+    return rows.map((r) => ({
+      kid: r.kid,
+      private_jwk: typeof r.private_jwk === 'string' ? r.private_jwk : JSON.stringify(r.private_jwk),
+    }));
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    const demo = await seedDemo(database.db, { clock: systemClock, config: config() });
+    const { json } = await command('clients create').run(
+      { config: config(), db: database.db, clock: systemClock },
+      {
+        options: {
+          account: demo.accounts[0]!.accountId,
+          name: 'Key test',
+          'redirect-uri': [],
+          scopes: 'read:vessels',
+          'grant-types': 'client_credentials',
+        },
+        positionals: [],
+      },
+    );
+    client = json as typeof client;
+  });
+  afterAll(() => database?.drop());
+
+  it('stores no private parameter readable; tokens signed before a restart still verify after it', async () => {
+    const first = await start();
+    const token = await issue(first.url);
+    expect(await accepted(first.url, token)).toBe(true);
+    await first.app.close();
+
+    const rows = await storedPrivateKeys();
+    expect(rows).toHaveLength(1);
+    const stored = rows[0]!.private_jwk;
+    const jwk = JSON.parse(box().open(JSON.parse(stored).sealed)) as { d: string; kty: string };
+    expect(jwk).toMatchObject({ kty: 'EC', kid: rows[0]!.kid });
+    expect(stored).not.toContain(jwk.d);
+    expect(stored).not.toMatch(/"d"/);
+
+    const second = await start();
+    try {
+      expect(await accepted(second.url, token)).toBe(true);
+      const after = await issue(second.url);
+      expect(await accepted(second.url, after)).toBe(true);
+    } finally {
+      await second.app.close();
+    }
+  });
+
+  it('re-seals a plaintext private key left by an older version on the next start; its tokens keep working', async () => {
+    const [row] = await storedPrivateKeys();
+    const plain = JSON.parse(box().open(JSON.parse(row!.private_jwk).sealed)) as { d: string };
+    await database.db.em().nativeUpdate(SigningKey, { kid: row!.kid }, { privateJwk: plain });
+    expect((await storedPrivateKeys())[0]!.private_jwk).toContain(plain.d);
+
+    const app = await start();
+    try {
+      const stored = (await storedPrivateKeys())[0]!.private_jwk;
+      expect(stored).not.toContain(plain.d);
+      expect(JSON.parse(box().open(JSON.parse(stored).sealed))).toEqual(plain);
+      const token = await issue(app.url);
+      expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid).toBe(row!.kid);
+      expect(await accepted(app.url, token)).toBe(true);
+    } finally {
+      await app.app.close();
+    }
+  });
+
+  it('refuses to start with another SECRETS_KEY, naming the problem, and changes no key', async () => {
+    const before = await storedPrivateKeys();
+    await expect(start(randomBytes(32).toString('hex'))).rejects.toThrow(
+      /sealed with master key \w+, but this process has key \w+ \(check SECRETS_KEY/,
+    );
+    expect(await storedPrivateKeys()).toEqual(before);
+  });
+});
+
+describe('a developer database from before signing keys were sealed', () => {
+  it('migrates and starts: the plaintext key is sealed, keeps signing, and its old tokens verify', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tidegate-legacy-'));
+    const url = join(dir, 'legacy.sqlite');
+    const db = await openDatabase(url);
+    try {
+      await db.orm.getMigrator().up({ to: 'Migration20261122000800Liquidity' });
+      const config = loadConfig({ PORT: '0', DATABASE_URL: url, SECRETS_KEY: TEST_SECRETS_KEY! });
+      const demo = await seedDemo(db, { clock: systemClock, config });
+      // The row as the previous version wrote it: plaintext private JWK, no activation time.
+      const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+      const publicJwk = await exportJWK(publicKey);
+      const kid = await calculateJwkThumbprint(publicJwk);
+      const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'ES256' };
+      const createdAt = new Date(Date.now() - 60_000);
+      await db
+        .em()
+        .getConnection()
+        .execute(
+          'insert into oauth_signing_keys (kid, private_jwk, public_jwk, created_at) values (?, ?, ?, ?)',
+          [
+            kid,
+            JSON.stringify(privateJwk),
+            JSON.stringify({ ...publicJwk, kid, alg: 'ES256', use: 'sig' }),
+            db.em().getPlatform().processDateProperty(createdAt),
+          ],
+        );
+      const oldToken = await new SignJWT({
+        client_id: 'tgc_legacy',
+        scope: 'read:vessels',
+        account_id: demo.accounts[0]!.accountId,
+      })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+        .setIssuer(config.publicUrl)
+        .setAudience(config.resourceUrl)
+        .setSubject('tgc_legacy')
+        .setJti(randomUUID())
+        .setIssuedAt()
+        .setExpirationTime('1h')
+        .sign(privateKey);
+
+      await db.migrate();
+      const app = await buildApp(config, { db, logger: false });
+      const base = await app.listen();
+      try {
+        const [row] = await db.em().find(SigningKey, {});
+        expect(row!.kid).toBe(kid);
+        expect(row!.activatesAt.getTime()).toBe(createdAt.getTime());
+        expect(JSON.stringify(row!.privateJwk)).not.toContain(privateJwk.d!);
+        expect(
+          JSON.parse(openSecretBox(config).open((row!.privateJwk as { sealed: string }).sealed)),
+        ).toEqual(privateJwk);
+        const res = await gql(base, '{ viewer { scopes } }', {
+          headers: { authorization: `Bearer ${oldToken}` },
+        });
+        expect(res.body.errors).toBeUndefined();
+        expect(res.body.data?.viewer).toEqual({ scopes: ['read:vessels'] });
+      } finally {
+        await app.close();
+      }
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
