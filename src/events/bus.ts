@@ -56,6 +56,9 @@ export class LocalEventBus implements EventBus {
   }
 }
 
+/** How long a PUBLISH may go unanswered before it is logged as failed (Redis down or unreachable). */
+const PUBLISH_TIMEOUT_MS = 2_000;
+
 interface WireMessage {
   origin: string;
   events: Array<Omit<DomainEvent, 'occurredAt'> & { occurredAt: string }>;
@@ -65,7 +68,8 @@ interface WireMessage {
  * Redis pub/sub fan-out. Local listeners get events at once (no round trip, and still when Redis
  * is briefly down); other processes get them through the channel and skip their own messages.
  * Pub/sub is fire-and-forget: live feeds may miss events while a process is disconnected, which
- * is why webhooks work from the durable `events` table, not from the bus.
+ * is why webhooks work from the durable `events` table, not from the bus. `publish` never waits for
+ * Redis; a PUBLISH refused or not answered within PUBLISH_TIMEOUT_MS is logged.
  */
 export class RedisEventBus implements EventBus {
   private readonly local: LocalEventBus;
@@ -81,7 +85,11 @@ export class RedisEventBus implements EventBus {
   ) {
     this.local = new LocalEventBus(logger);
     this.channel = `${prefix}:events`;
-    this.publisher = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+    this.publisher = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 2,
+      commandTimeout: PUBLISH_TIMEOUT_MS,
+    });
     this.subscriber = new Redis(url, { lazyConnect: true });
     for (const client of [this.publisher, this.subscriber]) {
       client.on('error', (e: Error) => logger.warn({ err: e }, 'redis event bus connection error'));
@@ -104,12 +112,16 @@ export class RedisEventBus implements EventBus {
       origin: this.origin,
       events: events.map((e) => ({ ...e, occurredAt: e.occurredAt.toISOString() })),
     };
-    try {
-      await this.publisher.publish(this.channel, JSON.stringify(message));
-    } catch (e) {
-      // The change is committed and its webhooks are in the outbox; only other processes' live feeds miss it.
-      this.logger.error({ err: e }, 'could not publish events to redis');
-    }
+    // Not awaited: the change is committed and its webhooks are in the outbox, so the request that
+    // made it must not wait on Redis (during an outage ioredis queues commands, and every response
+    // that publishes would wait with them). One connection keeps the commands in order.
+    this.publisher.publish(this.channel, JSON.stringify(message)).catch((e: unknown) => {
+      // A timed-out PUBLISH may still go out once Redis answers again; a refused one never does.
+      this.logger.error(
+        { err: e, eventIds: events.map((event) => event.id) },
+        "could not publish events to redis; other processes' live feeds may miss them",
+      );
+    });
   }
 
   private receive(raw: string): void {

@@ -77,3 +77,11 @@ export async function startGatewayProcess(
     },
   };
 }
+
+/** Reads the demo accounts and API keys a gateway prints once when it seeds an empty database. */
+export function demoKeys(output: string): Record<string, { accountId: string; key: string }> {
+  const keys: Record<string, { accountId: string; key: string }> = {};
+  for (const match of output.matchAll(/^\s+(\w+)\s+account (\S+)\s+API key (tg_\S+)/gm))
+    keys[match[1]!.toUpperCase()] = { accountId: match[2]!, key: match[3]! };
+  return keys;
+}

@@ -6,15 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeWithPostgres, describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
 import { gql, rest } from '../helpers/server.js';
 import { startReceiver, wsSession, type Receiver, type WsSession } from './helpers.js';
-import { startGatewayProcess, type GatewayProcess } from './process.js';
-
-/** Reads the demo accounts and API keys a gateway prints once when it seeds an empty database. */
-function demoKeys(output: string): Record<string, { accountId: string; key: string }> {
-  const keys: Record<string, { accountId: string; key: string }> = {};
-  for (const match of output.matchAll(/^\s+(\w+)\s+account (\S+)\s+API key (tg_\S+)/gm))
-    keys[match[1]!.toUpperCase()] = { accountId: match[2]!, key: match[3]! };
-  return keys;
-}
+import { demoKeys, startGatewayProcess, type GatewayProcess } from './process.js';
 
 const PROFESSIONAL_PER_MINUTE = 20;
 
