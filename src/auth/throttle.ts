@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Clock } from '../kernel/clock.js';
+import { sha256Hex } from '../kernel/crypto.js';
 
 const MAX_TRACKED = 100_000;
 
@@ -115,8 +116,9 @@ export class FailureThrottle {
     private readonly limits: ThrottleLimits,
   ) {}
 
+  /** The subject is hashed: it is caller-chosen text of any length, and keys live in memory or Redis. */
   private keys(ip: string, subject: string): [string, string] {
-    return [`${this.name}:ip:${ip}`, `${this.name}:pair:${ip}|${subject}`];
+    return [`${this.name}:ip:${ip}`, `${this.name}:pair:${ip}|${sha256Hex(subject)}`];
   }
 
   /** Seconds until this IP may try this subject again; 0 when it may now. */
