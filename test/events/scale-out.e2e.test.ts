@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import Fastify from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiKey } from '../../src/accounts/service.js';
+import { RedisEventBus } from '../../src/events/bus.js';
+import type { DomainEvent } from '../../src/gateway/context.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeWithPostgres, describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
 import { gql, rest } from '../helpers/server.js';
-import { startReceiver, wsSession, type Receiver, type WsSession } from './helpers.js';
+import { startReceiver, wsSession, type Receiver, type Subscription, type WsSession } from './helpers.js';
 import { demoKeys, startGatewayProcess, type GatewayProcess } from './process.js';
 
 const PROFESSIONAL_PER_MINUTE = 20;
@@ -17,14 +20,18 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
     let b: GatewayProcess;
     let keys: Record<string, { accountId: string; key: string }>;
     let receiver: Receiver;
+    /** Publishes on the two processes' channel, as a third gateway would. */
+    let probes: RedisEventBus;
     const sessions: WsSession[] = [];
+    const prefix = `tidegate-test-${randomBytes(4).toString('hex')}`;
     beforeAll(async () => {
       receiver = await startReceiver();
       database = await createTestDatabase('postgresql');
+      probes = await RedisEventBus.connect(TEST_REDIS_URL!, prefix, Fastify({ logger: false }).log);
       const env = {
         DATABASE_URL: database.url,
         REDIS_URL: TEST_REDIS_URL!,
-        REDIS_PREFIX: `tidegate-test-${randomBytes(4).toString('hex')}`,
+        REDIS_PREFIX: prefix,
         WEBHOOK_ALLOW_PRIVATE: 'true',
         // Small enough for the shared-budget test below; no other test here spends Professional budget.
         LIMIT_PROFESSIONAL_PER_MINUTE: String(PROFESSIONAL_PER_MINUTE),
@@ -38,8 +45,25 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       await a?.stop();
       await b?.stop();
       await receiver?.close();
+      await probes?.close();
       await database?.drop();
     });
+
+    /**
+     * A subscription on another process is live once an event published through Redis reaches it:
+     * publish probe events (which only the bus sees, never the database or webhooks) until one arrives.
+     */
+    async function untilLive(
+      sub: Subscription,
+      probe: Pick<DomainEvent, 'type' | 'accountId' | 'payload'>,
+    ): Promise<void> {
+      for (let i = 0; sub.data.length === 0; i++) {
+        if (i === 100) throw new Error(`subscription never became live: ${JSON.stringify(sub)}`);
+        await probes.publish([{ ...probe, id: `probe-${prefix}-${i}`, occurredAt: new Date() }]);
+        await sub.waitFor((s) => s.data.length > 0 || s.errors.length > 0, 100).catch(() => undefined);
+        expect(sub.errors).toEqual([]);
+      }
+    }
 
     it('an ingestion on B that moves a protocol across a tier boundary reaches a tierChanged subscriber on A within a second', async () => {
       const analyst = keys.ANALYST!.key;
@@ -64,13 +88,13 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       sessions.push(session);
       const sub = session.subscribe(
         'subscription($slugs: [String!]) { tierChanged(slugs: $slugs) { eventId slug previousTier tier } }',
-        { slugs: [protocol.slug] },
+        { slugs: [protocol.slug, 'readiness-probe'] },
       );
-      // Process A registers the subscription after its access check and audit write; another process
-      // cannot observe that, so allow it ample time under a loaded CI machine. The one-second budget
-      // below is measured from the commit on B, not from here.
-      await new Promise((r) => setTimeout(r, 1_500));
-      expect(sub.errors).toEqual([]);
+      await untilLive(sub, {
+        type: 'tier_change',
+        accountId: null,
+        payload: { slug: 'readiness-probe', previousTier: 'L1', tier: 'L2' },
+      });
 
       // A collapse of assets under management drags the score across at least one tier boundary.
       const today = new Date().toISOString().slice(0, 10);
@@ -85,11 +109,12 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
         },
       );
       expect(ingested.body.errors, JSON.stringify(ingested.body)).toBeUndefined();
-      await sub.waitFor((s) => s.data.length >= 1, 1_000);
-      expect(sub.data[0]).toMatchObject({
-        tierChanged: { slug: protocol.slug, previousTier: protocol.liquidityTier },
-      });
-      expect((sub.data[0]!.tierChanged as { tier: string }).tier).not.toBe(protocol.liquidityTier);
+      // The budget of the issue: one second from the commit on B (its response) to the frame on A.
+      const real = (d: Record<string, unknown>) => (d.tierChanged as { slug: string }).slug === protocol.slug;
+      await sub.waitFor((s) => s.data.some(real), 1_000);
+      const moved = sub.data.find(real)!.tierChanged as { previousTier: string; tier: string };
+      expect(moved.previousTier).toBe(protocol.liquidityTier);
+      expect(moved.tier).not.toBe(protocol.liquidityTier);
     });
 
     it('a port-call status change on B reaches a portCallUpdated subscriber on A within a second', async () => {
@@ -100,9 +125,11 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       const sub = session.subscribe(
         'subscription { portCallUpdated(status: "ARRIVED") { eventId type portCallId status previousStatus } }',
       );
-      // As above: give process A ample time to register the subscription before B changes anything.
-      await new Promise((r) => setTimeout(r, 1_500));
-      expect(sub.errors).toEqual([]);
+      await untilLive(sub, {
+        type: 'port_call.status_changed',
+        accountId: keys.INSTITUTIONAL!.accountId,
+        payload: { portCallId: 'readiness-probe', from: 'SCHEDULED', to: 'ARRIVED' },
+      });
 
       const created = await gql(
         b.url,
@@ -127,8 +154,10 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
         { key, variables: { id } },
       );
       expect(moved.body.errors, JSON.stringify(moved.body)).toBeUndefined();
-      await sub.waitFor((s) => s.data.length >= 1, 1_000);
-      expect(sub.data[0]).toMatchObject({
+      const real = (d: Record<string, unknown>) =>
+        (d.portCallUpdated as { portCallId: string }).portCallId === id;
+      await sub.waitFor((s) => s.data.some(real), 1_000);
+      expect(sub.data.find(real)).toMatchObject({
         portCallUpdated: {
           type: 'port_call.status_changed',
           portCallId: id,
