@@ -68,6 +68,8 @@ export type Query = {
   scoringProfileChanges: Array<ScoringProfileChange>;
   /** Bulk export: every protocol field with its score. GET /v1/export streams the same rows as CSV or JSON. */
   exportRows: ScoreConnection;
+  /** The change log of one protocol profile (admin): every create and update with before and after. */
+  protocolChanges: Array<ProtocolChange>;
   /** Port-call turnaround (time in port): mean, median, p90. Window defaults to the last 365 days. */
   portCallTurnaround: TurnaroundReport;
   /** Delivered bunker volumes by month, port, fuel type and unit. */
@@ -245,6 +247,11 @@ export type QueryExportRowsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
   offset?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryProtocolChangesArgs = {
+  slug: Scalars['String']['input'];
 };
 
 
@@ -955,6 +962,18 @@ export type ScoringProfileChange = {
   at: Scalars['DateTimeISO']['output'];
 };
 
+/** One create or update of a protocol profile. */
+export type ProtocolChange = {
+  __typename?: 'ProtocolChange';
+  id: Scalars['ID']['output'];
+  /** CREATE or UPDATE. */
+  action: Scalars['String']['output'];
+  actor: Scalars['String']['output'];
+  before?: Maybe<Scalars['JSONObject']['output']>;
+  after?: Maybe<Scalars['JSONObject']['output']>;
+  at: Scalars['DateTimeISO']['output'];
+};
+
 /** Time in port (ATD − ATA) of departed calls whose arrival falls in [from, to). */
 export type TurnaroundReport = {
   __typename?: 'TurnaroundReport';
@@ -1540,6 +1559,10 @@ export type Mutation = {
   createScoringProfile: ScoringProfile;
   updateScoringProfile: ScoringProfile;
   deleteScoringProfile: Scalars['Boolean']['output'];
+  /** Onboards a protocol (admin). Its scores start with its first ingested day. */
+  createProtocol: Protocol;
+  /** Changes a protocol profile or its active flag (admin). Scoring terms apply from the next reported day. */
+  updateProtocol: Protocol;
   /** Ingests daily metrics (CSV or JSON text); the same service as `tidegate liquidity ingest`. */
   ingestLiquidityMetrics: IngestResult;
   /** Adds a vessel to the shared register (admin only). */
@@ -1657,6 +1680,17 @@ export type MutationUpdateScoringProfileArgs = {
 
 export type MutationDeleteScoringProfileArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationCreateProtocolArgs = {
+  input: ProtocolInput;
+};
+
+
+export type MutationUpdateProtocolArgs = {
+  input: ProtocolInput;
+  slug: Scalars['String']['input'];
 };
 
 
@@ -1795,6 +1829,62 @@ export type PenaltyCapsInput = {
   queue?: InputMaybe<Scalars['Float']['input']>;
   staleness?: InputMaybe<Scalars['Float']['input']>;
   attestation?: InputMaybe<Scalars['Float']['input']>;
+};
+
+/** A protocol profile. createProtocol needs every field except description, active, auditor, yieldAttribution, transferRestrictions, regulatoryFilings and website; updateProtocol takes any subset (null clears auditor or website). Enum-like values accept any case. */
+export type ProtocolInput = {
+  /** Lower-case letters, digits and single hyphens, 2–80. */
+  slug?: InputMaybe<Scalars['String']['input']>;
+  name?: InputMaybe<Scalars['String']['input']>;
+  /** treasury, private_credit, real_estate, commodity or infrastructure. */
+  category?: InputMaybe<Scalars['String']['input']>;
+  /** Inactive protocols are hidden and not ingested. */
+  active?: InputMaybe<Scalars['Boolean']['input']>;
+  description?: InputMaybe<Scalars['String']['input']>;
+  tokenSymbol?: InputMaybe<Scalars['String']['input']>;
+  issuer?: InputMaybe<Scalars['String']['input']>;
+  /** ISO 3166-1 alpha-2. */
+  jurisdiction?: InputMaybe<Scalars['String']['input']>;
+  /** REGISTERED, EXEMPT, PENDING or UNREGULATED. */
+  regulatoryStatus?: InputMaybe<Scalars['String']['input']>;
+  custodian?: InputMaybe<Scalars['String']['input']>;
+  qualifiedCustodian?: InputMaybe<Scalars['Boolean']['input']>;
+  auditor?: InputMaybe<Scalars['String']['input']>;
+  governanceModel?: InputMaybe<Scalars['String']['input']>;
+  /** NASCENT, DEVELOPING or MATURE. */
+  governanceMaturity?: InputMaybe<Scalars['String']['input']>;
+  chains?: InputMaybe<Array<Scalars['String']['input']>>;
+  tokenStandard?: InputMaybe<Scalars['String']['input']>;
+  /** DAILY, WEEKLY, MONTHLY or QUARTERLY. */
+  redemptionFrequency?: InputMaybe<Scalars['String']['input']>;
+  noticePeriodDays?: InputMaybe<Scalars['Int']['input']>;
+  redemptionGates?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Whole US dollars, decimal string. */
+  minimumInvestmentUsd?: InputMaybe<Scalars['String']['input']>;
+  yieldPct?: InputMaybe<Scalars['Float']['input']>;
+  /** Shares add up to 100. */
+  yieldAttribution?: InputMaybe<Array<YieldSourceInput>>;
+  /** YYYY-MM-DD, not in the future. */
+  launchDate?: InputMaybe<Scalars['String']['input']>;
+  kycRequired?: InputMaybe<Scalars['Boolean']['input']>;
+  accreditedOnly?: InputMaybe<Scalars['Boolean']['input']>;
+  sanctionsScreening?: InputMaybe<Scalars['Boolean']['input']>;
+  transferRestrictions?: InputMaybe<Scalars['String']['input']>;
+  regulatoryFilings?: InputMaybe<Array<RegulatoryFilingInput>>;
+  /** Absolute http(s) URL. */
+  website?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type YieldSourceInput = {
+  source: Scalars['String']['input'];
+  sharePct: Scalars['Float']['input'];
+};
+
+export type RegulatoryFilingInput = {
+  regulator: Scalars['String']['input'];
+  reference: Scalars['String']['input'];
+  /** YYYY-MM-DD */
+  filedOn: Scalars['String']['input'];
 };
 
 export type IngestResult = {

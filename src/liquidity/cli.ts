@@ -3,6 +3,16 @@ import { extname } from 'node:path';
 import type { CliCommand } from '../kernel/cli-command.js';
 import { badInput } from '../kernel/errors.js';
 import { ingestMetrics, type IngestFormat } from './ingest.js';
+import { importProtocols } from './protocols.js';
+
+/** CSV or JSON, from --format or the file's extension. */
+function formatOf(file: string, option: unknown): IngestFormat {
+  const named = typeof option === 'string' ? option : extname(file).slice(1);
+  const format = named.toUpperCase();
+  if (format !== 'CSV' && format !== 'JSON')
+    throw badInput('format', `must be csv or json (got '${named || 'no extension'}'); pass --format`);
+  return format;
+}
 
 /**
  * `tidegate liquidity ingest FILE`: the same service as the admin mutation. The CLI has no live
@@ -17,12 +27,9 @@ export const liquidityCommands: CliCommand[] = [
     options: { format: { type: 'string' }, replace: { type: 'boolean' }, json: { type: 'boolean' } },
     async run(ctx, { options, positionals }) {
       const file = positionals[0]!;
-      const named = typeof options.format === 'string' ? options.format : extname(file).slice(1);
-      const format = named.toUpperCase();
-      if (format !== 'CSV' && format !== 'JSON')
-        throw badInput('format', `must be csv or json (got '${named || 'no extension'}'); pass --format`);
+      const format = formatOf(file, options.format);
       const text = await readFile(file, 'utf8');
-      const result = await ingestMetrics(ctx.db.em(), ctx.clock, text, format as IngestFormat, {
+      const result = await ingestMetrics(ctx.db.em(), ctx.clock, text, format, {
         replace: options.replace === true,
       });
       const summary = {
@@ -38,6 +45,25 @@ export const liquidityCommands: CliCommand[] = [
       return {
         json: { ...summary, eventTypes: Object.fromEntries(byType) },
         text: `Ingested ${result.rows} rows for ${result.protocols} protocols: ${result.daysScored} daily scores, ${result.alerts} watchlist alerts, ${result.events.length} events${byType.size ? ` (${[...byType].map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}`,
+      };
+    },
+  },
+  {
+    // The CLI matches at most two words, so `import` is the first positional: `liquidity protocols import FILE`.
+    name: 'liquidity protocols',
+    description:
+      'Import protocol profiles from a CSV or JSON file: creates new slugs, updates existing ones (all rows or none)',
+    usage: 'import FILE [--format csv|json] [--json]',
+    positionals: ['ACTION', 'FILE'],
+    options: { format: { type: 'string' }, json: { type: 'boolean' } },
+    async run(ctx, { options, positionals }) {
+      const [action, file] = positionals as [string, string];
+      if (action !== 'import') throw badInput('ACTION', `must be import (got '${action}')`);
+      const format = formatOf(file, options.format);
+      const result = await importProtocols(ctx.db.em(), ctx.clock, await readFile(file, 'utf8'), format);
+      return {
+        json: { file, ...result },
+        text: `Imported ${file}: ${result.created} protocols created, ${result.updated} updated`,
       };
     },
   },

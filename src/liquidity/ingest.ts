@@ -188,7 +188,10 @@ export async function ingestMetrics(
       }
     }
 
-    const newestDay = rows.reduce((max, r) => (r.date > max ? r.date : max), rows[0]!.date);
+    // The market's newest day: every active protocol is scored up to it (new and reactivated ones too).
+    const newestDay = [...rows.map((r) => r.date), ...all.map((p) => p.scoreAsOf ?? '')].reduce((a, b) =>
+      a > b ? a : b,
+    );
     const writes: Array<Omit<LiquidityDay, 'id'>> = [];
     const replaced: LiquidityDay[] = [];
     const changes: Change[] = [];
@@ -207,8 +210,7 @@ export async function ingestMetrics(
             ? previous
             : null;
       }
-      const end = [p.scoreAsOf ?? '', newestDay].reduce((a, b) => (a > b ? a : b));
-      const replay = replayDays(p, own, days, previous, end, reportedBefore);
+      const replay = replayDays(p, own, days, previous, newestDay, reportedBefore);
       writes.push(...replay.writes);
       replaced.push(...replay.replaced);
       if (replay.last) {

@@ -75,7 +75,8 @@ function stateOf(p: ScoringProfile): Record<string, unknown> {
   return { name: p.name, weights: { ...p.weights }, penaltyCaps: { ...p.penaltyCaps } };
 }
 
-const actorOf = (principal: Principal) => `${principal.credential.kind}:${principal.credential.id}`;
+/** Who made a change, for audit rows: `api_key:<id>`, `oauth_token:<jti>`, `session:<id>`. */
+export const actorOf = (principal: Principal) => `${principal.credential.kind}:${principal.credential.id}`;
 
 function logChange(
   em: EntityManager,

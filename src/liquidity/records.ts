@@ -112,21 +112,33 @@ export function readRecords(text: string, format: FileFormat): SourceRecord[] {
   return format === 'CSV' ? readCsv(text) : readJson(text);
 }
 
-/** Field readers for one record; every failure names the record's place and the field. */
+/**
+ * Field readers for one record (a file row, or a GraphQL input object); every failure names the
+ * field as the caller spelled it (`nameOf`) and, for file rows, the record's place.
+ */
 export class FieldReader {
   constructor(
-    private readonly at: Locator,
+    private readonly at: Locator | null,
     private readonly record: Record<string, unknown>,
+    private readonly nameOf: (field: string) => string = (field) => field,
   ) {}
 
   fail(field: string, message: string): never {
-    failAt(this.at, field, message);
+    const name = this.nameOf(field);
+    if (this.at) failAt(this.at, name, message);
+    throw badInput(name, message);
   }
 
   /** Rejects fields outside the allowed set. */
   only(allowed: readonly string[]): void {
     for (const key of Object.keys(this.record))
-      if (!allowed.includes(key)) this.fail(key, `unknown field (expected ${allowed.join(', ')})`);
+      if (!allowed.includes(key))
+        this.fail(key, `unknown field (expected ${allowed.map(this.nameOf).join(', ')})`);
+  }
+
+  /** True when the record sets the field to null explicitly (JSON / GraphQL): a request to clear it. */
+  cleared(field: string): boolean {
+    return field in this.record && this.record[field] === null;
   }
 
   has(field: string): boolean {

@@ -7,7 +7,15 @@ import { badInput } from '../kernel/errors.js';
 import { Plan } from '../kernel/plans.js';
 import { LiquidityTier, Protocol, type ScoringProfile, type Watchlist } from './entities.js';
 import { ingestMetrics } from './ingest.js';
-import { createProfile, deleteProfile, listProfiles, profileChanges, updateProfile } from './profiles.js';
+import {
+  actorOf,
+  createProfile,
+  deleteProfile,
+  listProfiles,
+  profileChanges,
+  updateProfile,
+} from './profiles.js';
+import { createProtocol, protocolChanges, updateProtocol } from './protocols.js';
 import * as liquidity from './service.js';
 import {
   Backtest,
@@ -17,7 +25,9 @@ import {
   Market,
   PenaltyKind,
   ProtocolArgs,
+  ProtocolChangeType,
   ProtocolConnection,
+  ProtocolInput,
   Score,
   ScoreAuditRecord,
   ScoreConnection,
@@ -308,6 +318,39 @@ export class LiquidityResolver {
     @Ctx() ctx: GatewayContext,
   ) {
     return this.scores(args, profileId, ctx);
+  }
+
+  @Mutation(() => Protocol, {
+    description: 'Onboards a protocol (admin). Its scores start with its first ingested day.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('admin')
+  async createProtocol(@Arg('input', () => ProtocolInput) input: ProtocolInput, @Ctx() ctx: GatewayContext) {
+    return createProtocol(ctx.em, ctx.services.clock, actorOf(requirePrincipal(ctx)), { ...input });
+  }
+
+  @Mutation(() => Protocol, {
+    description:
+      'Changes a protocol profile or its active flag (admin). Scoring terms apply from the next reported day.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('admin')
+  async updateProtocol(
+    @Arg('slug', () => String) slug: string,
+    @Arg('input', () => ProtocolInput) input: ProtocolInput,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    return updateProtocol(ctx.em, ctx.services.clock, actorOf(requirePrincipal(ctx)), slug, { ...input });
+  }
+
+  @Query(() => [ProtocolChangeType], {
+    description:
+      'The change log of one protocol profile (admin): every create and update with before and after.',
+  })
+  @RequiresPlan(Plan.ANALYST)
+  @RequiresScopes('admin')
+  async protocolChanges(@Arg('slug', () => String) slug: string, @Ctx() ctx: GatewayContext) {
+    return protocolChanges(ctx.em, slug);
   }
 
   @Mutation(() => IngestResultType, {

@@ -306,3 +306,78 @@ export class WatchlistInputType {
   @Field(() => Float, { nullable: true }) aumChangePct?: number | null;
   @Field(() => Boolean, { nullable: true }) complianceEvents?: boolean | null;
 }
+
+@InputType()
+export class YieldSourceInput {
+  @Field(() => String) source!: string;
+  @Field(() => Float) sharePct!: number;
+}
+
+@InputType()
+export class RegulatoryFilingInput {
+  @Field(() => String) regulator!: string;
+  @Field(() => String) reference!: string;
+  @Field(() => String, { description: 'YYYY-MM-DD' }) filedOn!: string;
+}
+
+@InputType({
+  description:
+    'A protocol profile. createProtocol needs every field except description, active, auditor, yieldAttribution, transferRestrictions, regulatoryFilings and website; updateProtocol takes any subset (null clears auditor or website). Enum-like values accept any case.',
+})
+export class ProtocolInput {
+  @Field(() => String, {
+    nullable: true,
+    description: 'Lower-case letters, digits and single hyphens, 2–80.',
+  })
+  slug?: string | null;
+  @Field(() => String, { nullable: true }) name?: string | null;
+  @Field(() => String, {
+    nullable: true,
+    description: 'treasury, private_credit, real_estate, commodity or infrastructure.',
+  })
+  category?: string | null;
+  @Field(() => Boolean, { nullable: true, description: 'Inactive protocols are hidden and not ingested.' })
+  active?: boolean | null;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => String, { nullable: true }) tokenSymbol?: string | null;
+  @Field(() => String, { nullable: true }) issuer?: string | null;
+  @Field(() => String, { nullable: true, description: 'ISO 3166-1 alpha-2.' }) jurisdiction?: string | null;
+  @Field(() => String, { nullable: true, description: 'REGISTERED, EXEMPT, PENDING or UNREGULATED.' })
+  regulatoryStatus?: string | null;
+  @Field(() => String, { nullable: true }) custodian?: string | null;
+  @Field(() => Boolean, { nullable: true }) qualifiedCustodian?: boolean | null;
+  @Field(() => String, { nullable: true }) auditor?: string | null;
+  @Field(() => String, { nullable: true }) governanceModel?: string | null;
+  @Field(() => String, { nullable: true, description: 'NASCENT, DEVELOPING or MATURE.' })
+  governanceMaturity?: string | null;
+  @Field(() => [String], { nullable: true }) chains?: string[] | null;
+  @Field(() => String, { nullable: true }) tokenStandard?: string | null;
+  @Field(() => String, { nullable: true, description: 'DAILY, WEEKLY, MONTHLY or QUARTERLY.' })
+  redemptionFrequency?: string | null;
+  @Field(() => Int, { nullable: true }) noticePeriodDays?: number | null;
+  @Field(() => Boolean, { nullable: true }) redemptionGates?: boolean | null;
+  @Field(() => String, { nullable: true, description: 'Whole US dollars, decimal string.' })
+  minimumInvestmentUsd?: string | null;
+  @Field(() => Float, { nullable: true }) yieldPct?: number | null;
+  @Field(() => [YieldSourceInput], { nullable: true, description: 'Shares add up to 100.' })
+  yieldAttribution?: YieldSourceInput[] | null;
+  @Field(() => String, { nullable: true, description: 'YYYY-MM-DD, not in the future.' })
+  launchDate?: string | null;
+  @Field(() => Boolean, { nullable: true }) kycRequired?: boolean | null;
+  @Field(() => Boolean, { nullable: true }) accreditedOnly?: boolean | null;
+  @Field(() => Boolean, { nullable: true }) sanctionsScreening?: boolean | null;
+  @Field(() => String, { nullable: true }) transferRestrictions?: string | null;
+  @Field(() => [RegulatoryFilingInput], { nullable: true }) regulatoryFilings?:
+    RegulatoryFilingInput[] | null;
+  @Field(() => String, { nullable: true, description: 'Absolute http(s) URL.' }) website?: string | null;
+}
+
+@ObjectType('ProtocolChange', { description: 'One create or update of a protocol profile.' })
+export class ProtocolChangeType {
+  @Field(() => ID) id!: string;
+  @Field(() => String, { description: 'CREATE or UPDATE.' }) action!: string;
+  @Field(() => String) actor!: string;
+  @Field(() => JSONObject, { nullable: true }) before!: Record<string, unknown> | null;
+  @Field(() => JSONObject, { nullable: true }) after!: Record<string, unknown> | null;
+  @Field(() => Date) at!: Date;
+}
