@@ -140,7 +140,6 @@ describe('a developer database from before signing keys were sealed', () => {
     try {
       await db.orm.getMigrator().up({ to: 'Migration20261122000800Liquidity' });
       const config = loadConfig({ PORT: '0', DATABASE_URL: url, SECRETS_KEY: TEST_SECRETS_KEY! });
-      const demo = await seedDemo(db, { clock: systemClock, config });
       // The row as the previous version wrote it: plaintext private JWK, no activation time.
       const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
       const publicJwk = await exportJWK(publicKey);
@@ -159,6 +158,9 @@ describe('a developer database from before signing keys were sealed', () => {
             db.em().getPlatform().processDateProperty(createdAt),
           ],
         );
+      await db.migrate();
+      const demo = await seedDemo(db, { clock: systemClock, config });
+      // A token as the previous version issued it, signed with that plaintext key.
       const oldToken = await new SignJWT({
         client_id: 'tgc_legacy',
         scope: 'read:vessels',
@@ -173,7 +175,6 @@ describe('a developer database from before signing keys were sealed', () => {
         .setExpirationTime('1h')
         .sign(privateKey);
 
-      await db.migrate();
       const app = await buildApp(config, { db, logger: false });
       const base = await app.listen();
       try {
