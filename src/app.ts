@@ -59,8 +59,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   const fastify = Fastify({
     logger: options.logger === false ? false : { level: config.logLevel },
-    // Fastify accepts a hop count at run time; its types only list the other forms.
-    trustProxy: config.trustProxy as boolean | string,
+    trustProxy: config.trustProxy,
     genReqId: (req) => requestIdOf(req.headers['x-request-id']),
     bodyLimit: 1024 * 1024,
     forceCloseConnections: 'idle',
@@ -76,7 +75,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const policy = new AccessPolicy(schema);
   const credentials = new CredentialResolver(db, clock, config.credentialCacheTtlMs);
   const stopRevocationWatch = credentials.watchRevocations(config.revocationPollMs);
-  const limiter = options.admission ? undefined : createRateLimiter(config, clock);
+  const limiter = options.admission ? undefined : await createRateLimiter(config, clock, fastify.log);
   const audit = new AuditWriter(db, (e) => fastify.log.error({ err: e }, 'audit write failed'));
   const services: AppServices = {
     config,

@@ -19,8 +19,8 @@ export interface Config {
   publicUrl: string;
   /** The resource API's URL: the `aud` of every access token issued and required when verifying. */
   resourceUrl: string;
-  /** Fastify trustProxy: false, true, a hop count, or a comma-separated list of addresses/CIDRs. */
-  trustProxy: boolean | number | string;
+  /** Fastify trustProxy: false, true, or a comma-separated list of addresses/CIDRs/keywords. */
+  trustProxy: boolean | string;
   redisUrl: string | undefined;
   logLevel: string;
   /** Create the demo dataset on an empty database at start. */
@@ -239,16 +239,23 @@ function isAddressOrRange(entry: string): boolean {
   return /^\d+$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
 }
 
-function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | number | string {
+function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | string {
   const value = raw?.trim() ?? '';
   if (value === '' || /^false$/i.test(value)) return false;
   if (/^true$/i.test(value)) return true;
-  if (/^\d+$/.test(value)) return Number(value);
+  if (/^\d+$/.test(value)) {
+    // Fastify 5 fails closed on a bare hop count (it cannot tell a proxy from a client that
+    // forges X-Forwarded-For), so a number would silently trust nothing.
+    problems.push(
+      `TRUST_PROXY: a hop count ('${value}') is not supported; name the proxies instead (addresses, CIDR ranges or loopback/linklocal/uniquelocal), or true to trust every hop`,
+    );
+    return false;
+  }
   const entries = value.split(',').map((e) => e.trim());
   const bad = entries.filter((e) => !isAddressOrRange(e));
   if (bad.length > 0) {
     problems.push(
-      `TRUST_PROXY must be true, false, a hop count, or addresses/CIDR ranges (or ${PROXY_KEYWORDS.join('/')}) separated by commas; not understood: ${bad.map((b) => `'${b}'`).join(', ')}`,
+      `TRUST_PROXY must be true, false, or addresses/CIDR ranges (or ${PROXY_KEYWORDS.join('/')}) separated by commas; not understood: ${bad.map((b) => `'${b}'`).join(', ')}`,
     );
     return false;
   }

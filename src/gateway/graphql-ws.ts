@@ -57,12 +57,10 @@ export function credentialFromInit(payload: Record<string, unknown> | undefined)
 
 /**
  * The client's address by the same TRUST_PROXY rule as Fastify's `request.ip` on the HTTP routes
- * (Fastify 5 builds it the same way from @fastify/proxy-addr): a hop count cannot tell whether the
- * peer is a proxy, so it trusts no forwarded address.
+ * (Fastify 5 builds it the same way from @fastify/proxy-addr).
  */
 export function clientAddressOf(trustProxy: Config['trustProxy']): (request: IncomingMessage) => string {
-  if (trustProxy === false || typeof trustProxy === 'number')
-    return (request) => request.socket.remoteAddress ?? '';
+  if (trustProxy === false) return (request) => request.socket.remoteAddress ?? '';
   const trust =
     trustProxy === true ? () => true : proxyAddr.compile(trustProxy.split(',').map((entry) => entry.trim()));
   return (request) => proxyAddr(request, trust);

@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Config, PlanLimit } from '../config.js';
 import { MINUTE, type Clock } from '../kernel/clock.js';
@@ -66,8 +67,23 @@ export class RedisCounterStore implements CounterStore {
   constructor(
     url: string,
     private readonly prefix: string,
+    /** A request waits at most this long for Redis (then ResilientCounterStore counts locally). */
+    commandTimeoutMs = 500,
   ) {
-    this.redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2 });
+    this.redis = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      commandTimeout: commandTimeoutMs,
+      // While Redis is away, fail at once rather than queue behind the reconnect.
+      enableOfflineQueue: false,
+    });
+    // Connection errors surface on the commands; ioredis would otherwise print each retry.
+    this.redis.on('error', () => {});
+  }
+
+  /** Connects; a gateway whose REDIS_URL does not answer at start refuses to start. */
+  async connect(): Promise<void> {
+    await this.redis.connect();
   }
 
   async increment(key: string, ttlMs: number): Promise<number> {
@@ -80,6 +96,45 @@ export class RedisCounterStore implements CounterStore {
 
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+/**
+ * The shared store first; when it fails or does not answer in time, this process's own counters.
+ * A Redis outage then loosens the limits to per-process budgets instead of failing or stalling
+ * every request; the outage is logged (at most once a minute) and healing needs nothing.
+ */
+export class ResilientCounterStore implements CounterStore {
+  private lastReported = 0;
+
+  constructor(
+    private readonly primary: CounterStore,
+    private readonly fallback: CounterStore,
+    private readonly clock: Clock,
+    private readonly report: (error: unknown) => void,
+  ) {}
+
+  increment(key: string, ttlMs: number): Promise<number> {
+    return this.primary
+      .increment(key, ttlMs)
+      .catch((e: unknown) => this.failOver(e, () => this.fallback.increment(key, ttlMs)));
+  }
+
+  get(key: string): Promise<number> {
+    return this.primary.get(key).catch((e: unknown) => this.failOver(e, () => this.fallback.get(key)));
+  }
+
+  private failOver(error: unknown, local: () => Promise<number>): Promise<number> {
+    const now = this.clock.now().getTime();
+    if (now - this.lastReported >= MINUTE) {
+      this.lastReported = now;
+      this.report(error);
+    }
+    return local();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.primary.close(), this.fallback.close()]);
   }
 }
 
@@ -192,9 +247,16 @@ export class RateLimiter implements Admission {
 }
 
 /** In Redis when REDIS_URL is set (one budget across processes), otherwise in this process. */
-export function createRateLimiter(config: Config, clock: Clock): RateLimiter {
-  const store = config.redisUrl
-    ? new RedisCounterStore(config.redisUrl, `${config.redisPrefix}:rl:`)
-    : new MemoryCounterStore(clock);
+export async function createRateLimiter(
+  config: Config,
+  clock: Clock,
+  logger: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<RateLimiter> {
+  if (!config.redisUrl) return new RateLimiter(config, clock, new MemoryCounterStore(clock));
+  const redis = new RedisCounterStore(config.redisUrl, `${config.redisPrefix}:rl:`);
+  await redis.connect();
+  const store = new ResilientCounterStore(redis, new MemoryCounterStore(clock), clock, (err) =>
+    logger.warn({ err }, 'rate-limit counters: Redis did not answer; counting in this process until it does'),
+  );
   return new RateLimiter(config, clock, store);
 }

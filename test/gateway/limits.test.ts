@@ -1,8 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { Requirements } from '../../src/gateway/access.js';
-import { MemoryCounterStore, RateLimiter, RedisCounterStore } from '../../src/gateway/limits.js';
+import {
+  MemoryCounterStore,
+  RateLimiter,
+  RedisCounterStore,
+  ResilientCounterStore,
+} from '../../src/gateway/limits.js';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { AppError } from '../../src/kernel/errors.js';
 import { Plan } from '../../src/kernel/plans.js';
@@ -128,6 +134,7 @@ describeWithRedis('RateLimiter on one Redis shared by two processes', () => {
       new RedisCounterStore(TEST_REDIS_URL!, prefix),
       new RedisCounterStore(TEST_REDIS_URL!, prefix),
     ];
+    await Promise.all(stores.map((s) => s.connect()));
     const limiters = stores.map((s) => new RateLimiter(config, clock, s));
     try {
       const attempts = Array.from({ length: 200 }, (_, i) =>
@@ -142,6 +149,66 @@ describeWithRedis('RateLimiter on one Redis shared by two processes', () => {
       expect(next.headers['X-Quota-Remaining']).toBe(String(1000 - 61));
     } finally {
       await Promise.all(limiters.map((l) => l.close()));
+    }
+  });
+});
+
+/** A TCP proxy in front of Redis that can go silent: bytes dropped both ways, sockets left open. */
+async function silenceableProxy(target: URL) {
+  let silent = false;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = createConnection(Number(target.port || 6379), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => socket.destroy());
+    }
+    client.on('data', (chunk: Buffer) => silent || upstream.write(chunk));
+    upstream.on('data', (chunk: Buffer) => silent || client.write(chunk));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    silence: () => (silent = true),
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describeWithRedis('RateLimiter when Redis stops answering', () => {
+  it('keeps answering from per-process counters and says so once', async () => {
+    const proxy = await silenceableProxy(new URL(TEST_REDIS_URL!));
+    const clock = new ManualClock('2026-03-10T12:00:05Z');
+    const config = loadConfig({ LIMIT_ANALYST_PER_MINUTE: '3' });
+    const redis = new RedisCounterStore(
+      proxy.url,
+      `tidegate-test-${randomBytes(6).toString('hex')}:rl:`,
+      100,
+    );
+    await redis.connect();
+    const reports: unknown[] = [];
+    const limiter = new RateLimiter(
+      config,
+      clock,
+      new ResilientCounterStore(redis, new MemoryCounterStore(clock), clock, (e) => reports.push(e)),
+    );
+    try {
+      expect((await limiter.admit(principal(Plan.ANALYST), liquidity)).headers['X-RateLimit-Remaining']).toBe(
+        '2',
+      );
+      proxy.silence();
+      // Redis no longer answers: the local counters take over (they start from zero) and limits still hold.
+      const results = [];
+      for (let i = 0; i < 4; i++)
+        results.push(await outcome(limiter.admit(principal(Plan.ANALYST), liquidity)));
+      expect(results).toEqual(['ok', 'ok', 'ok', 'RATE_LIMIT_EXCEEDED']);
+      expect(reports).toHaveLength(1);
+      expect(String(reports[0])).toMatch(/timed out/i);
+    } finally {
+      await limiter.close();
+      await proxy.close();
     }
   });
 });

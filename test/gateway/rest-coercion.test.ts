@@ -10,12 +10,15 @@ const schema = buildSchema(`
   input OrderInput { vendorId: ID! dueDate: Int lines: [LineInput!]! }
   type Query { order(input: OrderInput!, pageSize: Int): String }
 `);
-const compiled = compileQuery(
-  schema,
-  parse('query Order($input: OrderInput!, $pageSize: Int) { order(input: $input, pageSize: $pageSize) }'),
-  'Order',
-);
-if (!isCompiledQuery(compiled)) throw new Error('test query does not compile');
+const compiled = (() => {
+  const result = compileQuery(
+    schema,
+    parse('query Order($input: OrderInput!, $pageSize: Int) { order(input: $input, pageSize: $pageSize) }'),
+    'Order',
+  );
+  if (!isCompiledQuery(result)) throw new Error('test query does not compile');
+  return result;
+})();
 
 const route: RestRoute = {
   method: 'POST',
