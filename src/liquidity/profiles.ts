@@ -199,11 +199,14 @@ export async function profileChanges(
   principal: Principal,
   id: string,
 ): Promise<ScoringProfileChange[]> {
-  const changes = await em.find(
-    ScoringProfileChange,
-    { profileId: id, accountId: principal.accountId },
-    { orderBy: { at: 'asc', id: 'asc' } },
-  );
+  // Not a UUID: no such profile (PostgreSQL would reject the comparison rather than match nothing).
+  const changes = isUuid(id)
+    ? await em.find(
+        ScoringProfileChange,
+        { profileId: id, accountId: principal.accountId },
+        { orderBy: { at: 'asc', id: 'asc' } },
+      )
+    : [];
   if (changes.length === 0) throw notFound('Scoring profile', id);
   return changes;
 }

@@ -192,6 +192,21 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
       expect(changes.find((c) => c.action === 'CREATE').before).toBeNull();
       expect(changes.find((c) => c.action === 'DELETE').after).toBeNull();
       expect(update.actor).toMatch(/^api_key:/);
+      for (const bad of ['nope', '------------------------------------']) {
+        const missing = await gql(server.url, `{ scoringProfileChanges(id: "${bad}") { action } }`, {
+          key: pro,
+        });
+        expect(missing.body.errors?.[0]).toMatchObject({
+          message: `Scoring profile '${bad}' was not found`,
+          extensions: { code: 'NOT_FOUND' },
+        });
+        const put = await rest(server.url, `/v1/scoring-profiles/${bad}`, {
+          method: 'PUT',
+          key: pro,
+          body: { name: 'x' },
+        });
+        expect(put.status).toBe(404);
+      }
     });
   });
 
