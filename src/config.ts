@@ -45,6 +45,10 @@ export interface Config {
   webhookTimeoutMs: number;
   /** First retry delay; each later one is 3× longer (with ±20 % jitter). */
   webhookRetryBaseMs: number;
+  /** After a secret rotation, how long deliveries are also signed with the old secret. */
+  webhookSecretOverlapMs: number;
+  /** Delivered/failed webhook deliveries and dispatched events older than this are purged. */
+  eventRetentionMs: number;
   /** Attempts per delivery before it fails for good and the endpoint is disabled. */
   webhookMaxAttempts: number;
   /** How often the outbox worker looks for work it was not told about (other processes, retries). */
@@ -193,7 +197,9 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKeyFile: resolve(env.SECRETS_KEY_FILE || resolve('data', 'secrets.key')),
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '10s'),
-    webhookRetryBaseMs: duration('WEBHOOK_RETRY_BASE', '1m'),
+    webhookRetryBaseMs: duration('WEBHOOK_RETRY_BASE', '80s'),
+    webhookSecretOverlapMs: duration('WEBHOOK_SECRET_OVERLAP', '24h'),
+    eventRetentionMs: duration('EVENT_RETENTION', '30d'),
     webhookMaxAttempts: int('WEBHOOK_MAX_ATTEMPTS', 8, 1, 20),
     webhookPollMs: duration('WEBHOOK_POLL', '1s'),
     webhookWorker: bool('WEBHOOK_WORKER', true),

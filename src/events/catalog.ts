@@ -1,4 +1,5 @@
 import { registerEnumType } from 'type-graphql';
+import type { Scope } from '../kernel/scopes.js';
 
 /** Which side of the gateway a webhook endpoint belongs to; decides its event types and its gate. */
 export enum WebhookDomain {
@@ -44,3 +45,18 @@ export function webhookDomainOf(eventType: string): WebhookDomain | undefined {
   if ((PORT_OPS_WEBHOOK_TYPES as readonly string[]).includes(eventType)) return WebhookDomain.PORT_OPS;
   return undefined;
 }
+
+/**
+ * The read scope that protects, on every other door, the data each event type carries. Registering
+ * or updating an endpoint for a type needs that scope as well as `webhooks:manage`, so a webhook is
+ * never a way around a read scope.
+ */
+export const WEBHOOK_READ_SCOPE: Readonly<Record<string, Scope>> = {
+  ...Object.fromEntries(LIQUIDITY_WEBHOOK_TYPES.map((t) => [t, 'read:liquidity' as const])),
+  'port_call.created': 'read:port_calls',
+  'port_call.status_changed': 'read:port_calls',
+  'service_order.created': 'read:service_orders',
+  'service_order.status_changed': 'read:service_orders',
+  'invoice.issued': 'read:invoices',
+  'document.uploaded': 'read:documents',
+};

@@ -1,4 +1,6 @@
 import type { CliCommand } from '../kernel/cli-command.js';
+import { parseDuration } from '../kernel/clock.js';
+import { badInput } from '../kernel/errors.js';
 import {
   EventRecord,
   WebhookDelivery,
@@ -6,6 +8,7 @@ import {
   WebhookEndpoint,
   WebhookEndpointStatus,
 } from './entities.js';
+import { purgeExpired } from './retention.js';
 
 export const eventsCommands: CliCommand[] = [
   {
@@ -76,6 +79,34 @@ export const eventsCommands: CliCommand[] = [
         `Deliveries delivered:      ${delivered}`,
       ].join('\n');
       return { json, text };
+    },
+  },
+  {
+    name: 'events purge',
+    description:
+      'Delete delivered/failed webhook deliveries and dispatched events older than the retention window (never ones still retrying)',
+    usage: '[--older-than 30d] [--json]',
+    options: { 'older-than': { type: 'string' }, json: { type: 'boolean' } },
+    async run({ db, config, clock }, { options }) {
+      const raw = options['older-than'];
+      let olderThanMs = config.eventRetentionMs;
+      if (typeof raw === 'string') {
+        try {
+          olderThanMs = parseDuration(raw);
+        } catch (e) {
+          throw badInput('older-than', (e as Error).message);
+        }
+      }
+      const result = await purgeExpired(db, new Date(clock.now().getTime() - olderThanMs));
+      return {
+        json: {
+          older_than_seconds: olderThanMs / 1000,
+          cutoff: result.cutoff.toISOString(),
+          deliveries_deleted: result.deliveries,
+          events_deleted: result.events,
+        },
+        text: `Deleted ${result.deliveries} webhook deliveries and ${result.events} events from before ${result.cutoff.toISOString()}`,
+      };
     },
   },
 ];

@@ -32,6 +32,13 @@ export class EventRecord {
   /** When the outbox dispatcher created this event's webhook deliveries; null = not yet. */
   @Property({ type: 'datetime', nullable: true, index: true })
   dispatchedAt?: Date | null;
+
+  /**
+   * Staged by a process with no live bus (the CLI): the outbox worker that dispatches the event
+   * also publishes it to the bus, so subscribers on running servers see it. See `stage.ts`.
+   */
+  @Property({ type: 'boolean' })
+  relay = false;
 }
 
 export enum WebhookEndpointStatus {
@@ -78,11 +85,23 @@ export class WebhookEndpoint {
   eventTypes: string[] = [];
 
   /**
-   * The signing secret. Kept as-is (not hashed) because every delivery must compute an HMAC
-   * with it; it is never returned after creation. See README "Secrets".
+   * The signing secret, sealed with the secret box (`sb1.…`): every delivery must compute an HMAC
+   * with it, so it cannot be a hash. Never returned after creation. See `secrets.ts`.
    */
   @Property({ type: 'string', length: 128, hidden: true })
   secret!: string;
+
+  /** The secret before the last rotation (sealed), still signed with until previousSecretExpiresAt. */
+  @Property({ type: 'string', length: 255, nullable: true, hidden: true })
+  previousSecret?: string | null;
+
+  @Field(() => Date, {
+    nullable: true,
+    description:
+      'Until then deliveries carry a second v1 signature made with the secret before the last rotation.',
+  })
+  @Property({ type: 'datetime', nullable: true })
+  previousSecretExpiresAt?: Date | null;
 
   @Field(() => String, { description: 'The first characters of the signing secret, to tell secrets apart.' })
   @Property({ type: 'string', length: 16 })
@@ -118,6 +137,7 @@ export class WebhookEndpoint {
 @Entity({ tableName: 'webhook_deliveries' })
 @Unique({ properties: ['endpoint', 'eventId'] })
 @Index({ properties: ['status', 'nextAttemptAt'] })
+@Index({ properties: ['status', 'lastAttemptAt'] })
 export class WebhookDelivery {
   @Field(() => ID)
   @PrimaryKey({ type: 'uuid' })
@@ -140,9 +160,13 @@ export class WebhookDelivery {
   @Enum({ items: () => WebhookDeliveryStatus })
   status: WebhookDeliveryStatus = WebhookDeliveryStatus.PENDING;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Attempts made so far, redeliveries included (see attemptLog).' })
   @Property({ type: 'integer' })
   attempts = 0;
+
+  /** `attempts` when the delivery was last redelivered: the current attempt budget counts from here. */
+  @Property({ type: 'integer' })
+  attemptsAtRedelivery = 0;
 
   @Field(() => Date, { nullable: true, description: 'When the next attempt is due (PENDING only).' })
   @Property({ type: 'datetime', nullable: true })
@@ -179,4 +203,45 @@ export class WebhookDelivery {
   createdAt!: Date;
 }
 
-export const eventEntities = [EventRecord, WebhookEndpoint, WebhookDelivery];
+/** How much of a receiver's response body is kept; the rest is never read. */
+export const RESPONSE_SNIPPET_BYTES = 1024;
+
+@ObjectType({ description: 'One HTTP attempt of a delivery, kept for the delivery log.' })
+@Entity({ tableName: 'webhook_delivery_attempts' })
+@Unique({ properties: ['delivery', 'attempt'] })
+export class WebhookDeliveryAttempt {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne({ entity: () => WebhookDelivery, deleteRule: 'cascade' })
+  delivery!: WebhookDelivery;
+
+  @Field(() => Int, { description: '1 for the first attempt; redeliveries continue the count.' })
+  @Property({ type: 'integer' })
+  attempt!: number;
+
+  @Field(() => Date)
+  @Property({ type: 'datetime' })
+  attemptedAt!: Date;
+
+  @Field(() => Int, { nullable: true, description: 'HTTP status; null when no answer came.' })
+  @Property({ type: 'integer', nullable: true })
+  statusCode?: number | null;
+
+  @Field(() => String, { nullable: true, description: 'Why the attempt failed; null when it succeeded.' })
+  @Property({ type: 'string', length: 500, nullable: true })
+  error?: string | null;
+
+  @Field(() => Int, { description: 'From the start of the attempt (DNS lookup included) to its answer.' })
+  @Property({ type: 'integer' })
+  durationMs!: number;
+
+  @Field(() => String, {
+    nullable: true,
+    description: `The start of the response body (at most ${RESPONSE_SNIPPET_BYTES} bytes).`,
+  })
+  @Property({ type: 'text', nullable: true })
+  responseSnippet?: string | null;
+}
+
+export const eventEntities = [EventRecord, WebhookEndpoint, WebhookDelivery, WebhookDeliveryAttempt];

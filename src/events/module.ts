@@ -6,12 +6,20 @@ import { createEventBus, installEventBus, type EventBus } from './bus.js';
 import { CREDENTIAL_REVOKED, webhookDomainOf } from './catalog.js';
 import { WebhookOutbox } from './outbox.js';
 import { eventsRestRoutes } from './rest.js';
-import { WebhookResolver } from './resolvers.js';
+import {
+  LiquidityWebhookResolver,
+  PortOpsWebhookResolver,
+  WebhookDeliveryPageResolver,
+  WebhookDeliveryResolver,
+  WebhookEndpointPageResolver,
+} from './resolvers.js';
+import { resealLegacySecrets } from './secrets.js';
+import { publishesLive } from './stage.js';
 import { LiveEventsResolver } from './subscriptions.js';
 
 interface Running {
   bus: EventBus;
-  outbox: WebhookOutbox;
+  outbox: WebhookOutbox | undefined;
   stopKeyWatch: () => void;
 }
 
@@ -63,12 +71,24 @@ function watchRevokedCredentials(services: AppServices, bus: EventBus): () => vo
 
 export const eventsModule: DomainModule = {
   name: 'events',
-  resolvers: [LiveEventsResolver, WebhookResolver],
+  resolvers: [
+    LiveEventsResolver,
+    LiquidityWebhookResolver,
+    PortOpsWebhookResolver,
+    WebhookDeliveryResolver,
+    WebhookEndpointPageResolver,
+    WebhookDeliveryPageResolver,
+  ],
   restRoutes: eventsRestRoutes,
   async start(services) {
     const bus = await createEventBus(services);
     installEventBus(services, bus);
-    const outbox = new WebhookOutbox(services);
+    // This server publishes what it stages; events staged elsewhere (the CLI) are relayed by the outbox.
+    publishesLive(services.db);
+    const resealed = await resealLegacySecrets(services.db, services.secrets);
+    if (resealed > 0) services.logger.info({ resealed }, 'sealed webhook secrets stored in plaintext');
+    // WEBHOOK_WORKER=false: this process neither dispatches, delivers, relays nor purges.
+    const outbox = services.config.webhookWorker ? new WebhookOutbox(services) : undefined;
     bus.subscribe((event) => {
       if (event.type === CREDENTIAL_REVOKED) {
         services.credentials.invalidateKey(
@@ -76,10 +96,10 @@ export const eventsModule: DomainModule = {
         );
       } else if (webhookDomainOf(event.type)) {
         // The events are committed already; deliver their webhooks now rather than at the next poll.
-        outbox.nudge();
+        outbox?.nudge();
       }
     });
-    if (services.config.webhookWorker) outbox.start();
+    outbox?.start();
     running.set(services, { bus, outbox, stopKeyWatch: watchRevokedCredentials(services, bus) });
   },
   async stop(services) {
@@ -87,7 +107,7 @@ export const eventsModule: DomainModule = {
     if (!state) return;
     running.delete(services);
     state.stopKeyWatch();
-    await state.outbox.stop();
+    await state.outbox?.stop();
     await state.bus.close();
   },
 };

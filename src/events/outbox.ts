@@ -1,33 +1,46 @@
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { LockMode, raw, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
-import type { FastifyBaseLogger } from 'fastify';
 import { Account } from '../accounts/entities.js';
-import type { Config } from '../config.js';
-import type { Database } from '../db/orm.js';
-import type { Clock } from '../kernel/clock.js';
+import type { AppServices, DomainEvent } from '../gateway/context.js';
+import { HOUR } from '../kernel/clock.js';
 import { isAppError } from '../kernel/errors.js';
 import { Plan, planAtLeast } from '../kernel/plans.js';
 import { WebhookDomain, webhookDomainOf } from './catalog.js';
 import {
   EventRecord,
+  RESPONSE_SNIPPET_BYTES,
   WebhookDelivery,
+  WebhookDeliveryAttempt,
   WebhookDeliveryStatus,
   WebhookEndpoint,
   WebhookEndpointStatus,
 } from './entities.js';
+import { dropExpiredPreviousSecrets, purgeExpired } from './retention.js';
+import { signingSecrets } from './secrets.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.js';
-import { vetWebhookUrl, type VettedTarget } from './ssrf.js';
+import { vetWebhookUrl, type ResolvedAddress, type Resolver, type VettedTarget } from './ssrf.js';
 
 const DISPATCH_BATCH = 200;
-/** Attempts in flight per process; a slow receiver holds one slot, not the whole worker. */
+/** Attempts in flight per process; a slow receiver holds some slots, never the whole worker. */
 const MAX_IN_FLIGHT = 32;
+/**
+ * Attempts in flight per endpoint (all processes, counted from live leases when claiming): one
+ * hanging receiver with a backlog holds at most this many slots, so the others keep flowing.
+ * Two processes claiming at the same instant may briefly exceed it.
+ */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 3;
 const JITTER = 0.2;
+/** A claim's lease outlasts the attempt deadline by this much, to write the result. */
+const LEASE_MARGIN_MS = 5_000;
+/** How often the worker enforces EVENT_RETENTION (and at start). */
+const RETENTION_SWEEP_MS = HOUR;
 
 /** Delay before attempt `attempt + 1`, after `attempt` failures: base·3^(n-1) ± 20 %. */
 export function retryDelayMs(
@@ -50,16 +63,19 @@ export function webhookBody(event: Pick<EventRecord, 'id' | 'type' | 'occurredAt
 }
 
 interface AttemptResult {
+  attemptedAt: Date;
   statusCode: number | null;
   error: string | null;
+  durationMs: number;
+  snippet: string | null;
 }
 
-export interface OutboxOptions {
-  db: Database;
-  clock: Clock;
-  config: Config;
-  logger: FastifyBaseLogger;
-}
+type Answer = Pick<AttemptResult, 'statusCode' | 'error' | 'snippet'>;
+
+export type OutboxOptions = Pick<AppServices, 'db' | 'clock' | 'config' | 'logger' | 'secrets' | 'events'> & {
+  /** DNS for receiver hosts; the system resolver unless a test plays DNS. */
+  resolve?: Resolver;
+};
 
 /**
  * The webhook outbox worker. Two steps, each safe to run in any number of processes at once:
@@ -67,16 +83,20 @@ export interface OutboxOptions {
  * 1. dispatch: committed `events` rows not yet dispatched become one `webhook_deliveries` row per
  *    matching endpoint, and the event is marked dispatched — in one transaction, so an event is
  *    fanned out exactly once (PostgreSQL: `FOR UPDATE SKIP LOCKED`; the unique (endpoint, event)
- *    index backs it up everywhere).
+ *    index and a conditional update back it up everywhere). Events marked `relay` (staged by the
+ *    CLI) are published to the live bus by the worker whose dispatch committed.
  * 2. deliver: due deliveries are claimed with a lease (token + expiry, taken by a conditional
  *    update); a process that dies mid-flight simply lets its lease expire and the row is retried.
+ *    The whole attempt — DNS lookup, connect, answer — ends before the lease does.
  */
 export class WebhookOutbox {
   private timer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private sweeping: Promise<void> | undefined;
   private again = false;
   private stopped = false;
-  private readonly inFlight = new Set<http.ClientRequest>();
+  private readonly inFlight = new Set<AbortController>();
   private readonly attempts = new Set<Promise<void>>();
   private results: Array<{ delivery: WebhookDelivery; token: string; result: AttemptResult }> = [];
   private recording: Promise<void> | undefined;
@@ -85,13 +105,12 @@ export class WebhookOutbox {
 
   constructor(private readonly options: OutboxOptions) {}
 
-  private get leaseMs(): number {
-    return this.options.config.webhookTimeoutMs + 5_000;
-  }
-
   start(): void {
     this.timer = setInterval(() => this.nudge(), this.options.config.webhookPollMs);
     this.timer.unref();
+    this.sweepTimer = setInterval(() => this.sweep(), RETENTION_SWEEP_MS);
+    this.sweepTimer.unref();
+    this.sweep();
     this.nudge();
   }
 
@@ -111,12 +130,33 @@ export class WebhookOutbox {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    for (const request of this.inFlight) request.destroy(new Error('gateway shutting down'));
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    for (const attempt of this.inFlight) attempt.abort(new Error('gateway shutting down'));
     await Promise.all(this.attempts);
     await this.running;
+    await this.sweeping;
     while (this.recording) await this.recording;
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
+  }
+
+  /** Enforces EVENT_RETENTION and forgets previous secrets whose rotation overlap has ended. */
+  private sweep(): void {
+    if (this.stopped || this.sweeping) return;
+    const { db, clock, config, logger } = this.options;
+    const now = clock.now();
+    this.sweeping = Promise.all([
+      purgeExpired(db, new Date(now.getTime() - config.eventRetentionMs)),
+      dropExpiredPreviousSecrets(db, now),
+    ])
+      .then(([purged]) => {
+        if (purged.deliveries + purged.events > 0)
+          logger.info({ ...purged }, 'purged webhook deliveries and events past EVENT_RETENTION');
+      })
+      .catch((e: unknown) => logger.error({ err: e }, 'webhook retention sweep failed'))
+      .finally(() => {
+        this.sweeping = undefined;
+      });
   }
 
   private async loop(): Promise<void> {
@@ -133,19 +173,19 @@ export class WebhookOutbox {
     } while (this.again && !this.stopped);
   }
 
-  /** Turns undispatched events into deliveries. Returns how many events it handled. */
+  /** Turns undispatched events into deliveries and relays CLI-staged ones. Returns how many events it handled. */
   async dispatch(): Promise<number> {
     const { db, clock } = this.options;
-    return db.em().transactional(async (tx) => {
+    const { count, relayed } = await db.em().transactional(async (tx) => {
       const qb = tx
         .createQueryBuilder(EventRecord)
-        .select(['id', 'type', 'accountId', 'occurredAt'])
+        .select(['id', 'type', 'accountId', 'occurredAt', 'payload', 'relay'])
         .where({ dispatchedAt: null })
         .orderBy({ occurredAt: 'asc', id: 'asc' })
         .limit(DISPATCH_BATCH);
       if (db.dialect === 'postgresql') qb.setLockMode(LockMode.PESSIMISTIC_PARTIAL_WRITE);
       const events = await qb.getResult();
-      if (events.length === 0) return 0;
+      if (events.length === 0) return { count: 0, relayed: [] };
 
       const now = clock.now();
       const endpoints = await this.subscribedEndpoints(tx);
@@ -165,15 +205,35 @@ export class WebhookOutbox {
             eventType: event.type,
             status: WebhookDeliveryStatus.PENDING,
             attempts: 0,
+            attemptsAtRedelivery: 0,
             nextAttemptAt: now,
             createdAt: now,
           });
         }
       }
       if (rows.length > 0) await tx.insertMany(WebhookDelivery, rows);
-      await tx.nativeUpdate(EventRecord, { id: { $in: events.map((e) => e.id) } }, { dispatchedAt: now });
-      return events.length;
+      const marked = await tx.nativeUpdate(
+        EventRecord,
+        { id: { $in: events.map((e) => e.id) }, dispatchedAt: null },
+        { dispatchedAt: now },
+      );
+      // Another worker got there first: roll back, so nothing is fanned out or relayed twice.
+      if (marked !== events.length) throw new Error('outbox dispatch raced another worker; retrying');
+      return { count: events.length, relayed: events.filter((e) => e.relay) };
     });
+    if (relayed.length > 0) {
+      // Committed, and this worker alone dispatched them: publish once, for live subscribers everywhere.
+      await this.options.events.publish(
+        relayed.map((e): DomainEvent => ({
+          id: e.id,
+          type: e.type,
+          occurredAt: e.occurredAt,
+          accountId: e.accountId ?? null,
+          payload: e.payload,
+        })),
+      );
+    }
+    return count;
   }
 
   /** Active endpoints that may receive events: liquidity ones only while the account is Professional+. */
@@ -188,34 +248,60 @@ export class WebhookOutbox {
     return endpoints.filter((e) => e.domain !== WebhookDomain.LIQUIDITY || entitled.has(e.accountId));
   }
 
-  /** Claims due deliveries for the free attempt slots and starts them. Returns how many it claimed. */
+  /**
+   * Claims due deliveries for the free attempt slots, at most MAX_IN_FLIGHT_PER_ENDPOINT per
+   * endpoint counting attempts already leased anywhere, and starts them. Returns how many it claimed.
+   */
   async deliverDue(): Promise<number> {
-    const { db, clock } = this.options;
+    const { db, clock, config } = this.options;
     const capacity = MAX_IN_FLIGHT - this.attempts.size;
     if (capacity <= 0) return 0;
+    // The attempt deadline is measured from here, before the claim is written, so it always ends
+    // LEASE_MARGIN_MS before the lease does however long the claim and the DNS lookup take.
+    const claimStarted = performance.now();
     const now = clock.now();
     const token = randomUUID();
     const claimable = { $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] };
     await db.em().transactional(async (tx) => {
+      const leased = await tx.find(
+        WebhookDelivery,
+        { status: WebhookDeliveryStatus.PENDING, leaseUntil: { $gte: now } },
+        { fields: ['endpoint'] },
+      );
+      const busy = new Map<string, number>();
+      for (const d of leased) busy.set(d.endpoint.id, (busy.get(d.endpoint.id) ?? 0) + 1);
+      const saturated = [...busy].filter(([, n]) => n >= MAX_IN_FLIGHT_PER_ENDPOINT).map(([id]) => id);
       const qb = tx
         .createQueryBuilder(WebhookDelivery, 'd')
-        .select('d.id')
+        .select(['d.id', 'd.endpoint'])
         .join('d.endpoint', 'e')
         .where({
           status: WebhookDeliveryStatus.PENDING,
           nextAttemptAt: { $lte: now },
           ...claimable,
-          endpoint: { status: WebhookEndpointStatus.ACTIVE },
+          endpoint: {
+            status: WebhookEndpointStatus.ACTIVE,
+            ...(saturated.length > 0 ? { id: { $nin: saturated } } : {}),
+          },
         })
         .orderBy({ nextAttemptAt: 'asc' })
         .limit(capacity);
       if (db.dialect === 'postgresql') qb.setLockMode(LockMode.PESSIMISTIC_PARTIAL_WRITE, ['d']);
-      const due = await qb.getResult();
-      if (due.length === 0) return;
+      const due = await qb.execute<Array<{ id: string; endpoint: string }>>('all');
+      const chosen = due.filter((d) => {
+        const n = busy.get(d.endpoint) ?? 0;
+        if (n >= MAX_IN_FLIGHT_PER_ENDPOINT) return false;
+        busy.set(d.endpoint, n + 1);
+        return true;
+      });
+      if (chosen.length === 0) return;
       await tx.nativeUpdate(
         WebhookDelivery,
-        { id: { $in: due.map((d) => d.id) }, ...claimable },
-        { leaseToken: token, leaseUntil: new Date(now.getTime() + this.leaseMs) },
+        { id: { $in: chosen.map((d) => d.id) }, ...claimable },
+        {
+          leaseToken: token,
+          leaseUntil: new Date(now.getTime() + config.webhookTimeoutMs + LEASE_MARGIN_MS),
+        },
       );
     });
     const em = db.em();
@@ -223,8 +309,9 @@ export class WebhookOutbox {
     if (claimed.length === 0) return 0;
     const events = await em.find(EventRecord, { id: { $in: claimed.map((d) => d.eventId) } });
     const byId = new Map(events.map((e) => [e.id, e]));
+    const deadline = claimStarted + config.webhookTimeoutMs;
     for (const delivery of claimed) {
-      const attempt: Promise<void> = this.attempt(delivery, byId.get(delivery.eventId)!)
+      const attempt: Promise<void> = this.attempt(delivery, byId.get(delivery.eventId)!, deadline)
         .then((result) => {
           // Shutting down: record nothing; the lease expires and the attempt is made again.
           if (!this.stopped) this.results.push({ delivery, token, result });
@@ -265,23 +352,49 @@ export class WebhookOutbox {
     return this.recording;
   }
 
-  private async attempt(delivery: WebhookDelivery, event: EventRecord): Promise<AttemptResult> {
-    const { config, clock } = this.options;
+  /** One attempt, bounded as a whole (DNS lookup included) by `deadline` (a performance.now() time). */
+  private async attempt(
+    delivery: WebhookDelivery,
+    event: EventRecord,
+    deadline: number,
+  ): Promise<AttemptResult> {
+    const { config, clock, secrets } = this.options;
     const endpoint = delivery.endpoint;
+    const attemptedAt = clock.now();
+    const started = performance.now();
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new Error(`no answer within ${config.webhookTimeoutMs} ms`)),
+      Math.max(0, deadline - started),
+    );
+    this.inFlight.add(controller);
+    let answer: Answer;
     try {
-      const target = await vetWebhookUrl(endpoint.url, config.webhookAllowPrivate);
+      const target = await vetWebhookUrl(endpoint.url, config.webhookAllowPrivate, {
+        resolve: this.options.resolve,
+        signal: controller.signal,
+      });
       const body = webhookBody(event);
-      return await this.post(target, body, {
+      const signedAt = clock.now();
+      answer = await this.post(target, body, controller.signal, {
         'content-type': 'application/json',
         'user-agent': 'tidegate-webhooks/1.0',
         'tidegate-event-id': event.id,
         'tidegate-event-type': event.type,
         'tidegate-delivery-id': delivery.id,
-        [SIGNATURE_HEADER]: signatureHeader(endpoint.secret, body, clock.now()),
+        [SIGNATURE_HEADER]: signatureHeader(signingSecrets(secrets, endpoint, signedAt), body, signedAt),
       });
     } catch (e) {
-      return { statusCode: null, error: isAppError(e) ? `refused: ${e.message}` : (e as Error).message };
+      answer = {
+        statusCode: null,
+        error: isAppError(e) ? `refused: ${e.message}` : (e as Error).message,
+        snippet: null,
+      };
+    } finally {
+      clearTimeout(timer);
+      this.inFlight.delete(controller);
     }
+    return { ...answer, attemptedAt, durationMs: Math.round(performance.now() - started) };
   }
 
   private async record(
@@ -294,9 +407,10 @@ export class WebhookOutbox {
     const endpoint = delivery.endpoint;
     const now = clock.now();
     const attempts = delivery.attempts + 1;
+    const inBudget = attempts - delivery.attemptsAtRedelivery;
     const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     const error = ok ? null : (result.error ?? `HTTP ${result.statusCode}`).slice(0, 500);
-    const exhausted = !ok && attempts >= config.webhookMaxAttempts;
+    const exhausted = !ok && inBudget >= config.webhookMaxAttempts;
     const updated = await tx.nativeUpdate(
       WebhookDelivery,
       { id: delivery.id, leaseToken: token },
@@ -311,11 +425,21 @@ export class WebhookOutbox {
           ? { status: WebhookDeliveryStatus.DELIVERED, deliveredAt: now, nextAttemptAt: null }
           : exhausted
             ? { status: WebhookDeliveryStatus.FAILED, nextAttemptAt: null }
-            : { nextAttemptAt: new Date(now.getTime() + retryDelayMs(config.webhookRetryBaseMs, attempts)) }),
+            : { nextAttemptAt: new Date(now.getTime() + retryDelayMs(config.webhookRetryBaseMs, inBudget)) }),
       },
     );
-    // Someone redelivered or re-claimed the row meanwhile: their state wins.
+    // Someone re-claimed the row after its lease expired: their attempt and state win.
     if (updated === 0) return;
+    await tx.insert(WebhookDeliveryAttempt, {
+      id: randomUUID(),
+      delivery: delivery.id,
+      attempt: attempts,
+      attemptedAt: result.attemptedAt,
+      statusCode: result.statusCode,
+      error,
+      durationMs: result.durationMs,
+      responseSnippet: result.snippet,
+    });
     if (ok) {
       await tx.nativeUpdate(
         WebhookEndpoint,
@@ -330,7 +454,7 @@ export class WebhookOutbox {
           status: WebhookEndpointStatus.DISABLED,
           disabledAt: now,
           disabledReason:
-            `Disabled after ${attempts} failed attempts to deliver event ${delivery.eventId} (${delivery.eventType}); last error: ${error}`.slice(
+            `Disabled after ${inBudget} failed attempts to deliver event ${delivery.eventId} (${delivery.eventType}); last error: ${error}`.slice(
               0,
               500,
             ),
@@ -346,38 +470,94 @@ export class WebhookOutbox {
     }
   }
 
-  /** POSTs to the vetted address (never a fresh DNS answer); any answer within the timeout counts. */
-  private post(target: VettedTarget, body: string, headers: Record<string, string>): Promise<AttemptResult> {
-    const timeoutMs = this.options.config.webhookTimeoutMs;
+  /**
+   * POSTs to the checked addresses only (never a fresh DNS answer), in the resolver's order: when
+   * one cannot be connected to, the next is tried; any answer counts.
+   */
+  private async post(
+    target: VettedTarget,
+    body: string,
+    signal: AbortSignal,
+    headers: Record<string, string>,
+  ): Promise<Answer> {
+    const unreachable: string[] = [];
+    for (const address of target.addresses) {
+      const outcome = await this.postTo(target.url, address, body, signal, headers);
+      if (!('connectError' in outcome)) return outcome;
+      unreachable.push(`${address.address}: ${outcome.connectError}`);
+      if (signal.aborted) break;
+    }
+    return { statusCode: null, error: `could not connect (${unreachable.join('; ')})`, snippet: null };
+  }
+
+  private postTo(
+    url: URL,
+    address: ResolvedAddress,
+    body: string,
+    signal: AbortSignal,
+    headers: Record<string, string>,
+  ): Promise<Answer | { connectError: string }> {
     const pinned: LookupFunction = (_hostname, options, callback) => {
-      if (options.all) callback(null, [{ address: target.address, family: target.family }]);
-      else callback(null, target.address, target.family);
+      if (options.all) callback(null, [address]);
+      else callback(null, address.address, address.family);
     };
-    const https_ = target.url.protocol === 'https:';
+    const secure = url.protocol === 'https:';
     return new Promise((resolve) => {
-      const request = (https_ ? https : http).request(target.url, {
+      const request = (secure ? https : http).request(url, {
         method: 'POST',
         headers: { ...headers, 'content-length': Buffer.byteLength(body) },
         lookup: pinned,
-        agent: https_ ? this.httpsAgent : this.httpAgent,
+        agent: secure ? this.httpsAgent : this.httpAgent,
+        signal,
       });
-      this.inFlight.add(request);
-      const timer = setTimeout(
-        () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-      const done = (result: AttemptResult) => {
-        clearTimeout(timer);
-        this.inFlight.delete(request);
-        resolve(result);
-      };
+      let connected = false;
+      let answered = false;
+      request.on('socket', (socket) => {
+        if (!socket.connecting) connected = true;
+        else socket.once('connect', () => (connected = true));
+      });
       request.on('response', (response) => {
-        // The body is not read: receivers are told only the status code matters.
-        response.resume();
-        done({ statusCode: response.statusCode ?? null, error: null });
+        answered = true;
+        void readSnippet(response, signal).then((snippet) =>
+          resolve({ statusCode: response.statusCode ?? null, error: null, snippet }),
+        );
       });
-      request.on('error', (e) => done({ statusCode: null, error: e.message }));
+      request.on('error', (e) => {
+        if (answered) return; // the status is in; only the body was cut short
+        if (signal.aborted)
+          resolve({ statusCode: null, error: (signal.reason as Error).message, snippet: null });
+        else if (!connected) resolve({ connectError: e.message });
+        else resolve({ statusCode: null, error: e.message, snippet: null });
+      });
       request.end(body);
     });
   }
+}
+
+/**
+ * Reads at most RESPONSE_SNIPPET_BYTES of a response body for the delivery log, then lets go:
+ * the rest is never read (the socket is destroyed unless the body had already ended).
+ */
+function readSnippet(response: IncomingMessage, signal: AbortSignal): Promise<string | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', finish);
+      if (!response.complete) response.destroy();
+      resolve(size > 0 ? Buffer.concat(chunks).subarray(0, RESPONSE_SNIPPET_BYTES).toString('utf8') : null);
+    };
+    response.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= RESPONSE_SNIPPET_BYTES) finish();
+    });
+    response.once('end', finish);
+    response.once('close', finish);
+    response.once('error', finish);
+    signal.addEventListener('abort', finish, { once: true });
+  });
 }

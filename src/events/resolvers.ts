@@ -1,38 +1,47 @@
 import {
   Arg,
   Args,
-  ArgsType,
   Ctx,
   Field,
+  FieldResolver,
   ID,
   InputType,
-  Int,
   Mutation,
   ObjectType,
   Query,
   Resolver,
+  Root,
 } from 'type-graphql';
-import {
-  Connection,
-  PageArgs,
-  toConnection,
-  toPage,
-  type ConnectionShape,
-  type Page,
-} from '../gateway/connection.js';
+import { Connection } from '../gateway/connection.js';
 import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
 import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
-import { badInput } from '../kernel/errors.js';
 import { Plan } from '../kernel/plans.js';
-import { WebhookDomain } from './catalog.js';
-import { WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint } from './entities.js';
 import {
+  OffsetPageArgs,
+  pageEchoResolver,
+  pageOf,
+  pagedConnection,
+  type PagedConnection,
+} from '../port-ops/paging.js';
+import { WebhookDomain } from './catalog.js';
+import {
+  WebhookDelivery,
+  WebhookDeliveryAttempt,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+} from './entities.js';
+import {
+  attemptLogs,
   deleteEndpoint,
   enableEndpoint,
+  getDelivery,
+  getEndpoint,
   listDeliveries,
   listEndpoints,
   redeliver,
   registerEndpoint,
+  rotateSecret,
+  updateEndpoint,
 } from './webhooks.js';
 
 const WebhookEndpointConnection = Connection(WebhookEndpoint, 'WebhookEndpoint');
@@ -43,15 +52,36 @@ export class WebhookEndpointInput {
   @Field(() => String, { description: 'http(s) URL; must resolve to a public address.' })
   url!: string;
 
-  @Field(() => [String], { description: 'Event types to receive (see the README catalog for each domain).' })
+  @Field(() => [String], {
+    description:
+      'Event types to receive (see the README catalog for each domain). Each needs the read scope that protects its data.',
+  })
   eventTypes!: string[];
 
   @Field(() => String, { nullable: true })
   description?: string | null;
 }
 
+@InputType({ description: 'Changes to a webhook endpoint; omitted fields stay as they are.' })
+export class WebhookEndpointPatch {
+  @Field(() => String, { nullable: true })
+  url?: string | null;
+
+  @Field(() => [String], { nullable: true })
+  eventTypes?: string[] | null;
+
+  @Field(() => String, { nullable: true, description: 'null clears it.' })
+  description?: string | null;
+
+  @Field(() => Boolean, {
+    nullable: true,
+    description: 'false pauses the endpoint (DISABLED; queued deliveries wait); true enables it.',
+  })
+  active?: boolean | null;
+}
+
 @ObjectType({
-  description: 'A newly registered endpoint and its signing secret — the only time the secret is shown.',
+  description: 'An endpoint and its new signing secret — the only time the secret is shown.',
 })
 export class WebhookRegistration {
   @Field(() => WebhookEndpoint)
@@ -61,134 +91,220 @@ export class WebhookRegistration {
   secret!: string;
 }
 
-/** Connection paging plus `offset`, which the REST shims' limit/offset maps onto. */
-@ArgsType()
-export class WebhookPageArgs extends PageArgs {
-  @Field(() => Int, {
-    nullable: true,
-    description: 'Skip this many items (REST offset); ignored when `after` is given.',
-  })
-  offset?: number | null;
+/** The GraphQL field names of one door; the two doors differ in names and gate only. */
+interface WebhookDoor {
+  domain: WebhookDomain;
+  /** What the door is called in descriptions. */
+  noun: string;
+  /** The plan gate of every field of the door (none for port operations). */
+  plan?: Plan;
+  names: {
+    list: string;
+    one: string;
+    register: string;
+    update: string;
+    rotate: string;
+    enable: string;
+    remove: string;
+    deliveries: string;
+    delivery: string;
+    redeliver: string;
+  };
+  registerDescription: string;
 }
 
-function pageOf(args: WebhookPageArgs): Page {
-  const page = toPage(args);
-  if (args.after || args.offset === null || args.offset === undefined) return page;
-  if (!Number.isInteger(args.offset) || args.offset < 0)
-    throw badInput('offset', `must be zero or more (got ${args.offset})`);
-  return { ...page, offset: args.offset };
+const noGate: MethodDecorator = () => undefined;
+
+/** One resolver class per door, so each field carries its door's gate in the schema. */
+function webhookDoorResolver(door: WebhookDoor) {
+  const { domain, noun, names } = door;
+  const gate = door.plan ? RequiresPlan(door.plan) : noGate;
+
+  @Resolver()
+  class WebhookDoorResolver {
+    @Query(() => WebhookEndpointConnection, { name: names.list, description: `${noun}s of your account.` })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    async list(
+      @Args(() => OffsetPageArgs) args: OffsetPageArgs,
+      @Ctx() ctx: GatewayContext,
+    ): Promise<PagedConnection<WebhookEndpoint>> {
+      const page = pageOf(args);
+      return pagedConnection(await listEndpoints(ctx.em, requirePrincipal(ctx), domain, page), page);
+    }
+
+    @Query(() => WebhookEndpoint, {
+      name: names.one,
+      description: `One ${noun.toLowerCase()} of your account.`,
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    one(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<WebhookEndpoint> {
+      return getEndpoint(ctx.em, requirePrincipal(ctx), domain, id);
+    }
+
+    @Mutation(() => WebhookRegistration, { name: names.register, description: door.registerDescription })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    register(
+      @Arg('input', () => WebhookEndpointInput) input: WebhookEndpointInput,
+      @Ctx() ctx: GatewayContext,
+    ): Promise<WebhookRegistration> {
+      return registerEndpoint(ctx.em, requirePrincipal(ctx), domain, input, ctx.services);
+    }
+
+    @Mutation(() => WebhookEndpoint, {
+      name: names.update,
+      description: 'Changes url, event types, description or active; checked like a registration.',
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    update(
+      @Arg('id', () => ID) id: string,
+      @Arg('patch', () => WebhookEndpointPatch) patch: WebhookEndpointPatch,
+      @Ctx() ctx: GatewayContext,
+    ): Promise<WebhookEndpoint> {
+      return updateEndpoint(ctx.em, requirePrincipal(ctx), domain, id, patch, ctx.services);
+    }
+
+    @Mutation(() => WebhookRegistration, {
+      name: names.rotate,
+      description:
+        'Issues a new signing secret (shown once). Deliveries are signed with both secrets until previousSecretExpiresAt.',
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    rotate(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<WebhookRegistration> {
+      return rotateSecret(ctx.em, requirePrincipal(ctx), domain, id, ctx.services);
+    }
+
+    @Mutation(() => WebhookEndpoint, {
+      name: names.enable,
+      description: 'Re-enables an endpoint that was disabled after repeated failures or paused.',
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    enable(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<WebhookEndpoint> {
+      return enableEndpoint(ctx.em, requirePrincipal(ctx), domain, id);
+    }
+
+    @Mutation(() => WebhookEndpoint, {
+      name: names.remove,
+      description: 'Deletes an endpoint, its pending deliveries and its delivery log.',
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    remove(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<WebhookEndpoint> {
+      return deleteEndpoint(ctx.em, requirePrincipal(ctx), domain, id);
+    }
+
+    @Query(() => WebhookDeliveryConnection, {
+      name: names.deliveries,
+      description: `The delivery log of one ${noun.toLowerCase()}, newest first.`,
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    async deliveries(
+      @Arg('endpointId', () => ID) endpointId: string,
+      @Arg('status', () => WebhookDeliveryStatus, { nullable: true })
+      status: WebhookDeliveryStatus | null | undefined,
+      @Args(() => OffsetPageArgs) args: OffsetPageArgs,
+      @Ctx() ctx: GatewayContext,
+    ): Promise<PagedConnection<WebhookDelivery>> {
+      const page = pageOf(args);
+      const found = await listDeliveries(ctx.em, requirePrincipal(ctx), domain, endpointId, page, status);
+      return pagedConnection(found, page);
+    }
+
+    @Query(() => WebhookDelivery, {
+      name: names.delivery,
+      description: 'One delivery with its attempt log.',
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    delivery(
+      @Arg('id', () => ID) id: string,
+      @Arg('endpointId', () => ID, { nullable: true, description: 'When given, the delivery must be to it.' })
+      endpointId: string | null | undefined,
+      @Ctx() ctx: GatewayContext,
+    ): Promise<WebhookDelivery> {
+      return getDelivery(ctx.em, requirePrincipal(ctx), domain, id, endpointId);
+    }
+
+    @Mutation(() => WebhookDelivery, {
+      name: names.redeliver,
+      description:
+        'Queues a delivery again now, with a fresh attempt budget and the same event id; its attempt log continues.',
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    redeliver(
+      @Arg('deliveryId', () => ID) deliveryId: string,
+      @Arg('endpointId', () => ID, { nullable: true, description: 'When given, the delivery must be to it.' })
+      endpointId: string | null | undefined,
+      @Ctx() ctx: GatewayContext,
+    ): Promise<WebhookDelivery> {
+      return redeliver(ctx.em, requirePrincipal(ctx), domain, deliveryId, ctx.services, endpointId);
+    }
+  }
+  return WebhookDoorResolver;
 }
 
-async function endpoints(
-  ctx: GatewayContext,
-  domain: WebhookDomain,
-  args: WebhookPageArgs,
-): Promise<ConnectionShape<WebhookEndpoint>> {
-  const page = pageOf(args);
-  const { items, total } = await listEndpoints(ctx.em, requirePrincipal(ctx), domain, page);
-  return toConnection(items, total, page);
+/** Liquidity endpoints (`/v1/webhooks`): Professional and higher, like the liquidity document says. */
+export const LiquidityWebhookResolver = webhookDoorResolver({
+  domain: WebhookDomain.LIQUIDITY,
+  noun: 'Liquidity webhook endpoint',
+  plan: Plan.PROFESSIONAL,
+  names: {
+    list: 'webhooks',
+    one: 'webhook',
+    register: 'registerWebhook',
+    update: 'updateWebhook',
+    rotate: 'rotateWebhookSecret',
+    enable: 'enableWebhookEndpoint',
+    remove: 'deleteWebhookEndpoint',
+    deliveries: 'webhookDeliveries',
+    delivery: 'webhookDelivery',
+    redeliver: 'redeliverWebhook',
+  },
+  registerDescription:
+    'Registers an endpoint for liquidity events: score_change, tier_change, aum_change, compliance_alert, data_stale, circuit_breaker.',
+});
+
+/** Port-operations subscriptions (`/v1/webhook-subscriptions`): no plan gate. */
+export const PortOpsWebhookResolver = webhookDoorResolver({
+  domain: WebhookDomain.PORT_OPS,
+  noun: 'Port-operations webhook subscription',
+  names: {
+    list: 'webhookSubscriptions',
+    one: 'webhookSubscription',
+    register: 'createWebhookSubscription',
+    update: 'updateWebhookSubscription',
+    rotate: 'rotateWebhookSubscriptionSecret',
+    enable: 'enableWebhookSubscription',
+    remove: 'deleteWebhookSubscription',
+    deliveries: 'webhookSubscriptionDeliveries',
+    delivery: 'webhookSubscriptionDelivery',
+    redeliver: 'redeliverWebhookSubscription',
+  },
+  registerDescription:
+    'Subscribes an endpoint to port-operations events of your account: port_call.created, port_call.status_changed, service_order.created, service_order.status_changed, invoice.issued, document.uploaded.',
+});
+
+@Resolver(() => WebhookDelivery)
+export class WebhookDeliveryResolver {
+  @FieldResolver(() => [WebhookDeliveryAttempt], {
+    description: 'Every attempt of this delivery, oldest first; redeliveries add to it.',
+  })
+  attemptLog(
+    @Root() delivery: WebhookDelivery,
+    @Ctx() ctx: GatewayContext,
+  ): Promise<WebhookDeliveryAttempt[]> {
+    return ctx.loaders
+      .get<string, WebhookDeliveryAttempt[]>('webhookAttemptLog', attemptLogs)
+      .load(delivery.id);
+  }
 }
 
-function register(
-  ctx: GatewayContext,
-  domain: WebhookDomain,
-  input: WebhookEndpointInput,
-): Promise<WebhookRegistration> {
-  return registerEndpoint(ctx.em, requirePrincipal(ctx), domain, input, ctx.services);
-}
-
-@Resolver()
-export class WebhookResolver {
-  @Query(() => WebhookEndpointConnection, { description: 'Liquidity webhook endpoints of your account.' })
-  @RequiresPlan(Plan.PROFESSIONAL)
-  @RequiresScopes('webhooks:manage')
-  webhooks(
-    @Args(() => WebhookPageArgs) args: WebhookPageArgs,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<ConnectionShape<WebhookEndpoint>> {
-    return endpoints(ctx, WebhookDomain.LIQUIDITY, args);
-  }
-
-  @Mutation(() => WebhookRegistration, {
-    description:
-      'Registers an endpoint for liquidity events: score_change, tier_change, aum_change, compliance_alert, data_stale, circuit_breaker.',
-  })
-  @RequiresPlan(Plan.PROFESSIONAL)
-  @RequiresScopes('webhooks:manage')
-  registerWebhook(
-    @Arg('input', () => WebhookEndpointInput) input: WebhookEndpointInput,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<WebhookRegistration> {
-    return register(ctx, WebhookDomain.LIQUIDITY, input);
-  }
-
-  @Query(() => WebhookEndpointConnection, {
-    description: 'Port-operations webhook subscriptions of your account.',
-  })
-  @RequiresScopes('webhooks:manage')
-  webhookSubscriptions(
-    @Args(() => WebhookPageArgs) args: WebhookPageArgs,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<ConnectionShape<WebhookEndpoint>> {
-    return endpoints(ctx, WebhookDomain.PORT_OPS, args);
-  }
-
-  @Mutation(() => WebhookRegistration, {
-    description:
-      'Subscribes an endpoint to port-operations events of your account: port_call.created, port_call.status_changed, service_order.created, service_order.status_changed, invoice.issued, document.uploaded.',
-  })
-  @RequiresScopes('webhooks:manage')
-  createWebhookSubscription(
-    @Arg('input', () => WebhookEndpointInput) input: WebhookEndpointInput,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<WebhookRegistration> {
-    return register(ctx, WebhookDomain.PORT_OPS, input);
-  }
-
-  @Query(() => WebhookDeliveryConnection, {
-    description: 'The delivery log of one of your endpoints (either domain), newest first.',
-  })
-  @RequiresScopes('webhooks:manage')
-  async webhookDeliveries(
-    @Arg('endpointId', () => ID) endpointId: string,
-    @Arg('status', () => WebhookDeliveryStatus, { nullable: true })
-    status: WebhookDeliveryStatus | null | undefined,
-    @Args(() => WebhookPageArgs) args: WebhookPageArgs,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<ConnectionShape<WebhookDelivery>> {
-    const page = pageOf(args);
-    const { items, total } = await listDeliveries(ctx.em, requirePrincipal(ctx), endpointId, page, status);
-    return toConnection(items, total, page);
-  }
-
-  @Mutation(() => WebhookDelivery, {
-    description: 'Queues a delivery again now, with a fresh attempt budget and the same event id.',
-  })
-  @RequiresScopes('webhooks:manage')
-  redeliverWebhook(
-    @Arg('deliveryId', () => ID) deliveryId: string,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<WebhookDelivery> {
-    return redeliver(ctx.em, requirePrincipal(ctx), deliveryId, ctx.services);
-  }
-
-  @Mutation(() => WebhookEndpoint, {
-    description: 'Re-enables an endpoint that was disabled after repeated failures.',
-  })
-  @RequiresScopes('webhooks:manage')
-  enableWebhookEndpoint(
-    @Arg('id', () => ID) id: string,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<WebhookEndpoint> {
-    return enableEndpoint(ctx.em, requirePrincipal(ctx), id);
-  }
-
-  @Mutation(() => WebhookEndpoint, { description: 'Deletes an endpoint and its pending deliveries.' })
-  @RequiresScopes('webhooks:manage')
-  deleteWebhookEndpoint(
-    @Arg('id', () => ID) id: string,
-    @Ctx() ctx: GatewayContext,
-  ): Promise<WebhookEndpoint> {
-    return deleteEndpoint(ctx.em, requirePrincipal(ctx), id);
-  }
-}
+export const WebhookEndpointPageResolver = pageEchoResolver(WebhookEndpointConnection);
+export const WebhookDeliveryPageResolver = pageEchoResolver(WebhookDeliveryConnection);

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import type { Database } from '../db/orm.js';
 import type { Clock } from '../kernel/clock.js';
 import type { DomainEvent } from '../gateway/context.js';
 import { EventRecord } from './entities.js';
@@ -11,6 +12,19 @@ export interface EventDraft {
 }
 
 /**
+ * Databases (ORM configurations) through which a running server stages events: that server
+ * publishes them to its live bus after commit. Events staged through any other connection — the
+ * CLI, scripts — have no bus to go to, so they are marked `relay` and the outbox worker that
+ * dispatches them publishes them instead (see `WebhookOutbox.dispatch`).
+ */
+const publishingLive = new WeakSet<object>();
+
+/** Called by the events module when it installs a live bus for the server using `db`. */
+export function publishesLive(db: Database): void {
+  publishingLive.add(db.orm.config);
+}
+
+/**
  * Adds events to the current unit of work so they commit (or roll back) with the change.
  * Call inside the transaction; after it commits, hand the returned events to
  * `services.events.publish(...)` for live delivery.
@@ -20,12 +34,14 @@ export interface EventDraft {
  */
 export function stageEvents(em: EntityManager, clock: Clock, drafts: EventDraft[]): DomainEvent[] {
   const occurredAt = clock.now();
+  const relay = !publishingLive.has(em.config);
   return drafts.map((draft) => {
     const record = em.create(EventRecord, {
       type: draft.type,
       occurredAt,
       accountId: draft.accountId ?? null,
       payload: draft.payload,
+      relay,
     });
     em.persist(record);
     return {

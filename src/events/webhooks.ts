@@ -1,24 +1,26 @@
+import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';
 import { isUuid } from '../accounts/service.js';
-import { newSecret } from '../kernel/crypto.js';
-import { badInput, conflict, notFound } from '../kernel/errors.js';
+import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
-import { WEBHOOK_TYPES, WebhookDomain } from './catalog.js';
+import { hasScope } from '../kernel/scopes.js';
+import { WEBHOOK_READ_SCOPE, WEBHOOK_TYPES, WebhookDomain } from './catalog.js';
 import {
   WebhookDelivery,
+  WebhookDeliveryAttempt,
   WebhookDeliveryStatus,
   WebhookEndpoint,
   WebhookEndpointStatus,
 } from './entities.js';
+import { newSigningSecret, sealedForm } from './secrets.js';
 import { vetWebhookUrl } from './ssrf.js';
 
 /** Endpoints one account may register per domain; more is almost always a bug in a client's setup script. */
 export const MAX_ENDPOINTS_PER_DOMAIN = 20;
-const SECRET_PREFIX = 'whsec_';
 
-export type WebhookEnv = Pick<AppServices, 'clock' | 'config'>;
+export type WebhookEnv = Pick<AppServices, 'clock' | 'config' | 'secrets'>;
 
 export interface RegisterEndpointInput {
   url: string;
@@ -26,28 +28,75 @@ export interface RegisterEndpointInput {
   description?: string | null;
 }
 
-export interface RegisteredEndpoint {
+export interface EndpointPatch {
+  url?: string | null;
+  eventTypes?: readonly string[] | null;
+  description?: string | null;
+  /** false pauses the endpoint (DISABLED, nothing sent, queued deliveries wait); true enables it. */
+  active?: boolean | null;
+}
+
+export interface EndpointWithSecret {
   endpoint: WebhookEndpoint;
   /** The signing secret: returned once, here, and never again. */
   secret: string;
 }
 
+const DOMAIN_NOUN: Record<WebhookDomain, string> = {
+  [WebhookDomain.LIQUIDITY]: 'Webhook endpoint',
+  [WebhookDomain.PORT_OPS]: 'Webhook subscription',
+};
+
 function parseEventTypes(domain: WebhookDomain, raw: readonly string[]): string[] {
   const allowed = WEBHOOK_TYPES[domain];
-  const wanted = [...new Set(raw.map((t) => t.trim()).filter(Boolean))];
+  const wanted = [
+    ...new Set(
+      raw
+        .flatMap((t) => t.split(','))
+        .map((t) => t.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (wanted.length === 0) throw badInput('eventTypes', `must name at least one of: ${allowed.join(', ')}`);
   const unknown = wanted.filter((t) => !allowed.includes(t));
   if (unknown.length > 0) {
     throw badInput(
       'eventTypes',
       `unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; allowed: ${allowed.join(', ')}`,
-      {
-        unknown,
-        allowed,
-      },
+      { unknown, allowed },
     );
   }
   return allowed.filter((t) => wanted.includes(t));
+}
+
+/**
+ * The data-dependent half of the gate: each event type needs the read scope that protects its
+ * data elsewhere. Same error shape as the schema's scope check.
+ */
+function requireReadScopes(principal: Principal, eventTypes: readonly string[]): void {
+  const missing = [...new Set(eventTypes.map((t) => WEBHOOK_READ_SCOPE[t]!))].filter(
+    (scope) => !hasScope(principal.scopes, scope),
+  );
+  if (missing.length === 0) return;
+  const types = eventTypes.filter((t) => missing.includes(WEBHOOK_READ_SCOPE[t]!));
+  throw new AppError(
+    'FORBIDDEN',
+    `Missing required scope${missing.length > 1 ? 's' : ''}: ${missing.join(', ')} (event types ${types.join(', ')} carry data they protect)`,
+    { requiredScopes: missing },
+  );
+}
+
+function parseDescription(raw: string | null | undefined): string | null {
+  const description = raw?.trim() || null;
+  if (description && description.length > 200)
+    throw badInput('description', 'must be at most 200 characters');
+  return description;
+}
+
+function requireUrl(raw: unknown): string {
+  if (typeof raw !== 'string' || !raw.trim()) throw badInput('url', 'is required');
+  if (raw.length > 2048) throw badInput('url', 'must be at most 2048 characters');
+  return raw;
 }
 
 export async function registerEndpoint(
@@ -56,53 +105,53 @@ export async function registerEndpoint(
   domain: WebhookDomain,
   input: RegisterEndpointInput,
   env: WebhookEnv,
-): Promise<RegisteredEndpoint> {
-  if (typeof input.url !== 'string' || !input.url.trim()) throw badInput('url', 'is required');
-  if (input.url.length > 2048) throw badInput('url', 'must be at most 2048 characters');
+): Promise<EndpointWithSecret> {
+  const url = requireUrl(input.url);
   const eventTypes = parseEventTypes(domain, input.eventTypes ?? []);
-  const description = input.description?.trim() || null;
-  if (description && description.length > 200)
-    throw badInput('description', 'must be at most 200 characters');
-  const target = await vetWebhookUrl(input.url, env.config.webhookAllowPrivate);
+  requireReadScopes(principal, eventTypes);
+  const description = parseDescription(input.description);
+  const target = await vetWebhookUrl(url, env.config.webhookAllowPrivate);
 
   return em.transactional(async (tx) => {
     const count = await tx.count(WebhookEndpoint, { accountId: principal.accountId, domain });
     if (count >= MAX_ENDPOINTS_PER_DOMAIN) {
       throw conflict(
         `Account already has ${count} webhook endpoints for ${domain} (the limit is ${MAX_ENDPOINTS_PER_DOMAIN}); delete one first`,
-        {
-          limit: MAX_ENDPOINTS_PER_DOMAIN,
-        },
+        { limit: MAX_ENDPOINTS_PER_DOMAIN },
       );
     }
-    const secret = newSecret(SECRET_PREFIX, 32);
+    const secret = newSigningSecret(env.secrets);
     const endpoint = tx.create(WebhookEndpoint, {
       accountId: principal.accountId,
       domain,
       url: target.url.toString(),
       description,
       eventTypes,
-      secret,
-      secretPrefix: secret.slice(0, 12),
+      secret: secret.sealed,
+      secretPrefix: secret.prefix,
       status: WebhookEndpointStatus.ACTIVE,
       consecutiveFailures: 0,
       createdAt: env.clock.now(),
     });
     tx.persist(endpoint);
-    return { endpoint, secret };
+    return { endpoint, secret: secret.plaintext };
   });
 }
 
-/** An endpoint of the caller's account; another account's endpoint is as unknown as a missing one. */
+/**
+ * An endpoint of the caller's account in the domain of the door used (the two doors have different
+ * gates); anything else is as unknown as a missing one.
+ */
 export async function getEndpoint(
   em: EntityManager,
   principal: Principal,
+  domain: WebhookDomain,
   id: string,
 ): Promise<WebhookEndpoint> {
   const endpoint = isUuid(id)
-    ? await em.findOne(WebhookEndpoint, { id, accountId: principal.accountId })
+    ? await em.findOne(WebhookEndpoint, { id, accountId: principal.accountId, domain })
     : null;
-  if (!endpoint) throw notFound('Webhook endpoint', id);
+  if (!endpoint) throw notFound(DOMAIN_NOUN[domain], id);
   return endpoint;
 }
 
@@ -120,28 +169,100 @@ export async function listEndpoints(
   return { items, total };
 }
 
-export async function deleteEndpoint(
-  em: EntityManager,
-  principal: Principal,
-  id: string,
-): Promise<WebhookEndpoint> {
-  const endpoint = await getEndpoint(em, principal, id);
-  // Its pending deliveries go with it (ON DELETE CASCADE): a deleted endpoint is never called again.
-  await em.nativeDelete(WebhookEndpoint, { id: endpoint.id });
-  return endpoint;
-}
-
-/** Re-enables an endpoint the deliverer disabled; its pending deliveries resume. */
-export async function enableEndpoint(
-  em: EntityManager,
-  principal: Principal,
-  id: string,
-): Promise<WebhookEndpoint> {
-  const endpoint = await getEndpoint(em, principal, id);
+function activate(endpoint: WebhookEndpoint): void {
   endpoint.status = WebhookEndpointStatus.ACTIVE;
   endpoint.disabledReason = null;
   endpoint.disabledAt = null;
   endpoint.consecutiveFailures = 0;
+}
+
+/** Changes url, event types, description or the active flag; everything is checked before anything is written. */
+export async function updateEndpoint(
+  em: EntityManager,
+  principal: Principal,
+  domain: WebhookDomain,
+  id: string,
+  patch: EndpointPatch,
+  env: WebhookEnv,
+): Promise<WebhookEndpoint> {
+  const given = (['url', 'eventTypes', 'description', 'active'] as const).filter(
+    (k) => patch[k] !== undefined && (patch[k] !== null || k === 'description'),
+  );
+  if (given.length === 0)
+    throw badInput('patch', 'name at least one of url, eventTypes, description, active');
+  const endpoint = await getEndpoint(em, principal, domain, id);
+  const eventTypes = patch.eventTypes ? parseEventTypes(domain, patch.eventTypes) : undefined;
+  if (eventTypes) requireReadScopes(principal, eventTypes);
+  const description = patch.description !== undefined ? parseDescription(patch.description) : undefined;
+  const target = patch.url
+    ? await vetWebhookUrl(requireUrl(patch.url), env.config.webhookAllowPrivate)
+    : undefined;
+
+  if (target) endpoint.url = target.url.toString();
+  if (eventTypes) endpoint.eventTypes = eventTypes;
+  if (description !== undefined) endpoint.description = description;
+  if (patch.active === true) activate(endpoint);
+  if (patch.active === false && endpoint.status === WebhookEndpointStatus.ACTIVE) {
+    endpoint.status = WebhookEndpointStatus.DISABLED;
+    endpoint.disabledReason = 'Paused by the account (active: false)';
+    endpoint.disabledAt = env.clock.now();
+  }
+  await em.flush();
+  return endpoint;
+}
+
+/**
+ * A new signing secret, shown once. The old one keeps signing — as a second `v1` in the
+ * signature header — until WEBHOOK_SECRET_OVERLAP has passed, so receivers can switch without
+ * dropping deliveries. Rotating again within the window drops the oldest secret at once.
+ */
+export async function rotateSecret(
+  em: EntityManager,
+  principal: Principal,
+  domain: WebhookDomain,
+  id: string,
+  env: WebhookEnv,
+): Promise<EndpointWithSecret> {
+  const endpoint = await getEndpoint(em, principal, domain, id);
+  const fresh = newSigningSecret(env.secrets);
+  const previousSecretExpiresAt = new Date(env.clock.now().getTime() + env.config.webhookSecretOverlapMs);
+  const changed = await em.nativeUpdate(
+    WebhookEndpoint,
+    { id: endpoint.id, secret: endpoint.secret },
+    {
+      secret: fresh.sealed,
+      secretPrefix: fresh.prefix,
+      previousSecret: sealedForm(env.secrets, endpoint.secret),
+      previousSecretExpiresAt,
+    },
+  );
+  if (changed === 0)
+    throw conflict(`The secret of ${endpoint.id} was rotated by another request just now; try again`);
+  await em.refresh(endpoint);
+  return { endpoint, secret: fresh.plaintext };
+}
+
+export async function deleteEndpoint(
+  em: EntityManager,
+  principal: Principal,
+  domain: WebhookDomain,
+  id: string,
+): Promise<WebhookEndpoint> {
+  const endpoint = await getEndpoint(em, principal, domain, id);
+  // Its deliveries and their attempt log go with it (ON DELETE CASCADE): it is never called again.
+  await em.nativeDelete(WebhookEndpoint, { id: endpoint.id });
+  return endpoint;
+}
+
+/** Re-enables an endpoint that was disabled (by the deliverer or paused); its pending deliveries resume. */
+export async function enableEndpoint(
+  em: EntityManager,
+  principal: Principal,
+  domain: WebhookDomain,
+  id: string,
+): Promise<WebhookEndpoint> {
+  const endpoint = await getEndpoint(em, principal, domain, id);
+  activate(endpoint);
   await em.flush();
   return endpoint;
 }
@@ -149,11 +270,12 @@ export async function enableEndpoint(
 export async function listDeliveries(
   em: EntityManager,
   principal: Principal,
+  domain: WebhookDomain,
   endpointId: string,
   page: Page,
   status?: WebhookDeliveryStatus | null,
 ): Promise<{ items: WebhookDelivery[]; total: number }> {
-  const endpoint = await getEndpoint(em, principal, endpointId);
+  const endpoint = await getEndpoint(em, principal, domain, endpointId);
   const [items, total] = await em.findAndCount(
     WebhookDelivery,
     { endpoint: endpoint.id, ...(status ? { status } : {}) },
@@ -162,34 +284,79 @@ export async function listDeliveries(
   return { items, total };
 }
 
+/** A delivery to one of the caller's endpoints of this domain (and of `endpointId`, when given). */
+export async function getDelivery(
+  em: EntityManager,
+  principal: Principal,
+  domain: WebhookDomain,
+  deliveryId: string,
+  endpointId?: string | null,
+): Promise<WebhookDelivery> {
+  const delivery =
+    isUuid(deliveryId) && (!endpointId || isUuid(endpointId))
+      ? await em.findOne(
+          WebhookDelivery,
+          {
+            id: deliveryId,
+            endpoint: { accountId: principal.accountId, domain, ...(endpointId ? { id: endpointId } : {}) },
+          },
+          { populate: ['endpoint'] },
+        )
+      : null;
+  if (!delivery) throw notFound('Webhook delivery', deliveryId);
+  return delivery;
+}
+
+/** Every attempt of each delivery, oldest first (for the per-request DataLoader). */
+export async function attemptLogs(
+  em: EntityManager,
+  deliveryIds: readonly string[],
+): Promise<WebhookDeliveryAttempt[][]> {
+  const rows = await em.find(
+    WebhookDeliveryAttempt,
+    { delivery: { $in: [...deliveryIds] } },
+    { orderBy: { attempt: 'asc' } },
+  );
+  return deliveryIds.map((id) => rows.filter((r) => r.delivery.id === id));
+}
+
 /**
- * Queues a delivery again, now, with a fresh attempt budget. The payload keeps its event id, so
- * receivers that de-duplicate by id see a repeat, not a new event.
+ * Queues a delivery again, now, with a fresh attempt budget. The attempt count and the attempt
+ * log continue (history is never wiped); the payload keeps its event id, so receivers that
+ * de-duplicate by id see a repeat, not a new event.
  */
 export async function redeliver(
   em: EntityManager,
   principal: Principal,
+  domain: WebhookDomain,
   deliveryId: string,
   env: Pick<AppServices, 'clock'>,
+  endpointId?: string | null,
 ): Promise<WebhookDelivery> {
-  const delivery = isUuid(deliveryId)
-    ? await em.findOne(WebhookDelivery, { id: deliveryId }, { populate: ['endpoint'] })
-    : null;
-  if (!delivery || delivery.endpoint.accountId !== principal.accountId)
-    throw notFound('Webhook delivery', deliveryId);
+  const delivery = await getDelivery(em, principal, domain, deliveryId, endpointId);
   if (delivery.endpoint.status === WebhookEndpointStatus.DISABLED) {
     throw conflict(
       `Webhook endpoint ${delivery.endpoint.id} is disabled (${delivery.endpoint.disabledReason ?? 'no reason recorded'}); enable it first`,
-      {
-        endpointId: delivery.endpoint.id,
-      },
+      { endpointId: delivery.endpoint.id },
     );
   }
-  delivery.status = WebhookDeliveryStatus.PENDING;
-  delivery.attempts = 0;
-  delivery.nextAttemptAt = env.clock.now();
-  delivery.leaseToken = null;
-  delivery.leaseUntil = null;
-  await em.flush();
+  const now = env.clock.now();
+  // Not while an attempt holds a live lease: its result would overwrite the new state.
+  const updated = await em.nativeUpdate(
+    WebhookDelivery,
+    { id: delivery.id, $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] },
+    {
+      status: WebhookDeliveryStatus.PENDING,
+      attemptsAtRedelivery: raw('attempts'),
+      nextAttemptAt: now,
+      leaseToken: null,
+      leaseUntil: null,
+    },
+  );
+  if (updated === 0)
+    throw conflict(
+      `An attempt of delivery ${delivery.id} is in flight; redeliver it once that attempt has ended`,
+    );
+  await em.refresh(delivery);
   return delivery;
 }

@@ -6,6 +6,7 @@ import { Migration20261122000700PortOps } from './Migration20261122000700PortOps
 import { Migration20261122000800Liquidity } from './Migration20261122000800Liquidity.js';
 import { Migration20261123000100KeyRotation } from './Migration20261123000100KeyRotation.js';
 import { Migration20261123000300AuthHardening } from './Migration20261123000300AuthHardening.js';
+import { Migration20261123000600WebhookHardening } from './Migration20261123000600WebhookHardening.js';
 import { Migration20261123000800LiquidityRevisions } from './Migration20261123000800LiquidityRevisions.js';
 
 /**
@@ -20,5 +21,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000800Liquidity', class: Migration20261122000800Liquidity },
   { name: 'Migration20261123000100KeyRotation', class: Migration20261123000100KeyRotation },
   { name: 'Migration20261123000300AuthHardening', class: Migration20261123000300AuthHardening },
+  { name: 'Migration20261123000600WebhookHardening', class: Migration20261123000600WebhookHardening },
   { name: 'Migration20261123000800LiquidityRevisions', class: Migration20261123000800LiquidityRevisions },
 ];
