@@ -425,6 +425,20 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
       });
       const history = await rest(server.url, '/v1/scores/harbor-treasury/history', { key: pro });
       expect(history.body.points.at(-1)).toMatchObject({ date: '2026-06-25' });
+      // The same file again is a duplicate report; with --replace it is a correction that changes nothing.
+      await expect(
+        cmd.run(
+          { config: server.config, db: server.database.db, clock },
+          { options: {}, positionals: [file] },
+        ),
+      ).rejects.toThrow(
+        'date: item 1: atlas-gilt already has reported data for 2026-06-25; send the file with replace to correct it',
+      );
+      const again = await cmd.run(
+        { config: server.config, db: server.database.db, clock },
+        { options: { json: true, replace: true }, positionals: [file] },
+      );
+      expect(again.json).toMatchObject({ rows: 1, daysScored: 0, events: 0 });
       await expect(
         cmd.run(
           { config: server.config, db: server.database.db, clock },
