@@ -13,7 +13,7 @@ import {
   type YieldSource,
 } from './entities.js';
 import { snakeCase } from './fields.js';
-import { FieldReader, readRecords, type FileFormat, type Locator } from './records.js';
+import { FieldReader, isDate, readRecords, type FileFormat, type Locator } from './records.js';
 
 /**
  * Protocol onboarding: create and update profiles (admin), one validator for the GraphQL
@@ -234,11 +234,7 @@ function filingsOf(f: FieldReader, today: string): RegulatoryFiling[] | null {
       return v;
     };
     const filedOn = o.filedOn ?? o.filed_on;
-    if (
-      typeof filedOn !== 'string' ||
-      !/^\d{4}-\d{2}-\d{2}$/.test(filedOn) ||
-      Number.isNaN(Date.parse(filedOn))
-    )
+    if (typeof filedOn !== 'string' || !isDate(filedOn))
       f.fail('regulatoryFilings', `item ${i + 1}: filedOn must be a date YYYY-MM-DD`);
     if (filedOn > today)
       f.fail('regulatoryFilings', `item ${i + 1}: filedOn must not be after today (${today})`);
