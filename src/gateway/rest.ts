@@ -255,24 +255,25 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
-  const single =
-    Array.isArray(raw) && spec.type !== 'stringList' && spec.type !== 'json' ? raw[raw.length - 1] : raw;
+  // `?limit=10&limit=20` has no single meaning: refuse rather than guess which one was meant.
+  if (Array.isArray(raw) && spec.from === 'query' && spec.type !== 'stringList')
+    throw badInput(name, `must be given once (got ${raw.length} values)`);
   switch (spec.type) {
     case 'string':
-      if (typeof single !== 'string') throw badInput(name, 'must be a string');
-      return single;
+      if (typeof raw !== 'string') throw badInput(name, 'must be a string');
+      return raw;
     case 'int':
     case 'float': {
       const value =
-        typeof single === 'number'
-          ? single
-          : typeof single === 'string' && single.trim() !== ''
-            ? Number(single)
+        typeof raw === 'number'
+          ? raw
+          : typeof raw === 'string' && raw.trim() !== ''
+            ? Number(raw)
             : NaN;
       if (!Number.isFinite(value) || (spec.type === 'int' && !Number.isInteger(value))) {
         throw badInput(
           name,
-          `must be ${spec.type === 'int' ? 'an integer' : 'a number'} (got '${String(single)}')`,
+          `must be ${spec.type === 'int' ? 'an integer' : 'a number'} (got '${String(raw)}')`,
         );
       }
       if ((spec.min !== undefined && value < spec.min) || (spec.max !== undefined && value > spec.max)) {
@@ -281,9 +282,9 @@ function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
       return value;
     }
     case 'boolean':
-      if (single === true || single === 'true' || single === '1') return true;
-      if (single === false || single === 'false' || single === '0') return false;
-      throw badInput(name, `must be true or false (got '${String(single)}')`);
+      if (raw === true || raw === 'true' || raw === '1') return true;
+      if (raw === false || raw === 'false' || raw === '0') return false;
+      throw badInput(name, `must be true or false (got '${String(raw)}')`);
     case 'stringList': {
       const items = (Array.isArray(raw) ? raw : [raw])
         .flatMap((v) => String(v).split(','))

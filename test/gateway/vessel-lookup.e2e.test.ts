@@ -46,6 +46,18 @@ describeEachDialect('GET /v1/vessels/lookup', (dialect) => {
     expect(res.body.error.message).toMatch(/imo: is required/);
   });
 
+  it('refuses a query parameter given twice rather than guess', async () => {
+    const res = await rest(server.url, '/v1/vessels/lookup?imo=9074729&imo=1234567', {
+      key: server.key('ANALYST'),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      message: 'imo: must be given once (got 2 values)',
+      details: { field: 'imo' },
+    });
+  });
+
   it('answers 404 for an unknown IMO with a valid check digit', async () => {
     const res = await rest(server.url, '/v1/vessels/lookup?imo=1234567', { key: server.key('ANALYST') });
     expect(res.status).toBe(404);
