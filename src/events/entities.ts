@@ -138,6 +138,7 @@ export class WebhookEndpoint {
 @Unique({ properties: ['endpoint', 'eventId'] })
 @Index({ properties: ['status', 'nextAttemptAt'] })
 @Index({ properties: ['status', 'lastAttemptAt'] })
+@Index({ properties: ['leaseUntil'] })
 export class WebhookDelivery {
   @Field(() => ID)
   @PrimaryKey({ type: 'uuid' })

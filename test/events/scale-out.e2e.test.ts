@@ -172,7 +172,7 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       const registered = await rest(a.url, '/v1/webhook-subscriptions', {
         method: 'POST',
         key,
-        body: { url: receiver.url, event_types: ['port_call.created', 'port_call.status_changed'] },
+        body: { url: receiver.url, eventTypes: ['port_call.created', 'port_call.status_changed'] },
       });
       expect(registered.status, registered.text).toBe(201);
       const eta = new Date(Date.now() + 86_400_000).toISOString();

@@ -673,6 +673,24 @@ describeEachDialect('webhooks with slow receivers', (dialect) => {
       leaseToken: { $ne: null },
     });
     expect(inFlight).toBe(MAX_IN_FLIGHT_PER_ENDPOINT);
+
+    // A delivery whose attempt is in flight cannot be redelivered: that attempt's result would win.
+    const leased = await server.database.db
+      .em()
+      .findOneOrFail(WebhookDelivery, { endpoint: { url: slow.url }, leaseToken: { $ne: null } });
+    const refused = await rest(
+      server.url,
+      `/v1/webhooks/${leased.endpoint.id}/deliveries/${leased.id}/redeliver`,
+      { method: 'POST', key: server.key('INSTITUTIONAL') },
+    );
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.message).toMatch(/is in flight/);
+    const after = await server.database.db.em().findOneOrFail(WebhookDelivery, { id: leased.id });
+    expect(after).toMatchObject({
+      leaseToken: leased.leaseToken,
+      attemptsAtRedelivery: 0,
+      nextAttemptAt: leased.nextAttemptAt,
+    });
   });
 
   it('records the status as soon as it comes, keeps 1 KiB of the body, and hangs up on the rest', async () => {
