@@ -1,11 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/service.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Database } from '../../src/db/orm.js';
-import { eventBusOf } from '../../src/events/bus.js';
+import { eventBusOf, LocalEventBus } from '../../src/events/bus.js';
 import { WebhookDomain } from '../../src/events/catalog.js';
 import { eventsCommands } from '../../src/events/cli.js';
 import {
@@ -15,6 +16,7 @@ import {
   WebhookDeliveryStatus,
   WebhookEndpoint,
 } from '../../src/events/entities.js';
+import { WebhookOutbox } from '../../src/events/outbox.js';
 import { stageEvents } from '../../src/events/stage.js';
 import { registerEndpoint } from '../../src/events/webhooks.js';
 import { liquidityCommands } from '../../src/liquidity/cli.js';
@@ -173,6 +175,51 @@ describeEachDialect('events CLI', (dialect) => {
     // The default window is EVENT_RETENTION (30 days): nothing more to do.
     const again = await run('events purge');
     expect(again.text).toMatch(/Deleted 0 webhook deliveries and 0 events/);
+  });
+
+  it('the outbox worker enforces EVENT_RETENTION when it starts, and forgets rotated-out secrets', async () => {
+    const em = database.db.em();
+    const account = await createAccount(em, systemClock, { name: 'Sweep Co', plan: Plan.PROFESSIONAL });
+    const { endpoint } = await registerEndpoint(
+      em,
+      principalOf(account.id),
+      WebhookDomain.LIQUIDITY,
+      { url: 'http://127.0.0.1:9/hook', eventTypes: ['tier_change'] },
+      env,
+    );
+    await em.nativeUpdate(
+      WebhookEndpoint,
+      { id: endpoint.id },
+      { previousSecret: endpoint.secret, previousSecretExpiresAt: new Date(Date.now() - 1000) },
+    );
+    const old = new Date(Date.now() - 3 * DAY);
+    const event = em.create(EventRecord, {
+      type: 'tier_change',
+      occurredAt: old,
+      payload: {},
+      relay: false,
+      dispatchedAt: old,
+    });
+    await em.persistAndFlush(event);
+
+    const outbox = new WebhookOutbox({
+      db: database.db,
+      clock: systemClock,
+      config: loadConfig({ EVENT_RETENTION: '2d', WEBHOOK_POLL: '1h' }),
+      logger: pino({ level: 'silent' }),
+      secrets: env.secrets,
+      events: new LocalEventBus(),
+    });
+    outbox.start();
+    try {
+      for (let i = 0; i < 100 && (await database.db.em().count(EventRecord, { id: event.id })) > 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(await database.db.em().count(EventRecord, { id: event.id })).toBe(0);
+      const swept = await database.db.em().findOneOrFail(WebhookEndpoint, { id: endpoint.id });
+      expect(swept).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
+    } finally {
+      await outbox.stop();
+    }
   });
 });
 
