@@ -10,6 +10,8 @@ export function parseImo(raw: string, field = 'imo'): string {
   if (!/^\d{7}$/.test(value)) {
     throw badInput(field, `an IMO number is exactly 7 digits (got '${raw}')`, { rule: 'IMO_FORMAT' });
   }
+  // Seven zeros pass the check-digit arithmetic (0 = 0) but are no ship's number.
+  if (value === '0000000') throw badInput(field, 'IMO 0000000 is not an IMO number', { rule: 'IMO_FORMAT' });
   const digits = [...value].map(Number);
   const sum = digits.slice(0, 6).reduce((acc, d, i) => acc + d * (7 - i), 0);
   const expected = sum % 10;
@@ -23,19 +25,30 @@ export function parseImo(raw: string, field = 'imo'): string {
   return value;
 }
 
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' });
+/**
+ * ISO 3166-1 officially assigned alpha-2 codes (249). ICU also names reserved and user-assigned
+ * codes (EU, UN, QO, XK, ZZ …), which are not countries and cannot be flag states.
+ */
+export const ISO_3166_ALPHA2: ReadonlySet<string> = new Set(
+  (
+    'AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS ' +
+    'BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE ' +
+    'EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM ' +
+    'HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC ' +
+    'LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA ' +
+    'NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW ' +
+    'SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO ' +
+    'TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW'
+  ).split(' '),
+);
 
-/** ISO 3166-1 alpha-2 country code, upper-cased; rejects codes ICU does not know. */
+/** ISO 3166-1 alpha-2 country code, upper-cased; only officially assigned codes. */
 export function parseCountryCode(raw: string, field = 'flag'): string {
   const value = raw.trim().toUpperCase();
-  if (!/^[A-Z]{2}$/.test(value) || !regionNames.of(value)) {
-    throw badInput(field, `must be an ISO 3166-1 alpha-2 country code (got '${raw}')`);
+  if (!ISO_3166_ALPHA2.has(value)) {
+    throw badInput(field, `must be an ISO 3166-1 alpha-2 country code, officially assigned (got '${raw}')`);
   }
   return value;
-}
-
-export function countryName(code: string): string | undefined {
-  return regionNames.of(code);
 }
 
 /**

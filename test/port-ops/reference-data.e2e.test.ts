@@ -70,6 +70,32 @@ describeEachDialect('shared reference data: vessels and ports', (dialect) => {
     expect(await counts()).toBe(before);
   });
 
+  it('only officially assigned ISO 3166-1 codes are flags or LOCODE countries; IMO 0000000 is no ship', async () => {
+    const before = await counts();
+    const vessel = (imo: string, flag: string) =>
+      gql(
+        server.url,
+        `mutation { createVessel(input: { imo: "${imo}", name: "X", flag: "${flag}", type: TANKER, grossTonnage: 1, deadweight: 1, yearBuilt: 2010 }) { id } }`,
+        { key: admin },
+      );
+    // ICU has display names for these, but none is an assigned country code.
+    for (const flag of ['ZZ', 'EU', 'UN', 'QO', 'XK']) {
+      const res = await vessel('9321483', flag);
+      expect(res.body.errors?.[0]?.message).toBe(
+        `flag: must be an ISO 3166-1 alpha-2 country code, officially assigned (got '${flag}')`,
+      );
+    }
+    const zeros = await vessel('0000000', 'SG');
+    expect(zeros.body.errors?.[0]?.message).toBe('imo: IMO 0000000 is not an IMO number');
+    const port = await gql(
+      server.url,
+      'mutation { createPort(input: { locode: "EUBRU", name: "X", timeZone: "Europe/Brussels" }) { id } }',
+      { key: admin },
+    );
+    expect(port.body.errors?.[0]?.message).toMatch(/^locode: must be an ISO 3166-1 alpha-2 country code/);
+    expect(await counts()).toBe(before);
+  });
+
   it('the CLI adds vessels and ports through the same rules', async () => {
     const ctx = { config: server.config, db: server.database.db, clock: server.app.services.clock };
     const vessel = await command('vessels add').run(ctx, {
