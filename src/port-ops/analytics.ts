@@ -17,6 +17,7 @@ import {
   VesselType,
 } from './entities.js';
 import { cents, formatCents } from './money.js';
+import { portByLocode } from './service.js';
 import { HOURS, mean, quantile, round, sortNumbers } from './stats.js';
 
 /*
@@ -139,13 +140,17 @@ export interface BunkerVolumeRow {
   deliveries: number;
 }
 
-/** Completed bunkering orders by completion month, port, fuel type and unit (MT and M3 are never added together). */
+/**
+ * Completed bunkering orders by completion month, port, fuel type and unit (MT and M3 are never
+ * added together). A port filter must name a port of the register (else 404, as for forecasts).
+ */
 export async function bunkerVolumes(
   em: EntityManager,
   principal: Principal,
   window: Window,
   portLocode?: string | null,
 ): Promise<BunkerVolumeRow[]> {
+  const only = portLocode ? await portByLocode(em, portLocode) : null;
   const orders = await em.find(ServiceOrder, {
     ...tenant(principal),
     serviceType: ServiceType.BUNKERING,
@@ -165,7 +170,7 @@ export async function bunkerVolumes(
   const rows = new Map<string, BunkerVolumeRow>();
   for (const order of orders) {
     const locode = ports.get(calls.get(order.portCallId)!)!;
-    if (portLocode && locode !== portLocode) continue;
+    if (only && locode !== only.locode) continue;
     const month = periodKey(order.completedAt!, Period.MONTH)!;
     const { fuelType, unit, quantity } = order.details as {
       fuelType: string;

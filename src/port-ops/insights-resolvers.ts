@@ -4,7 +4,6 @@ import { RequiresScopes } from '../gateway/directives.js';
 import { bunkerVolumes, Period, turnaround, vendorPerformance, vendorSpend, windowOf } from './analytics.js';
 import { FuelType, PortCall, VesselType } from './entities.js';
 import { bunkerDemandForecast, predictPortCall } from './predictions.js';
-import { parseLocode } from './validation.js';
 
 registerEnumType(Period, {
   name: 'AnalyticsPeriod',
@@ -101,45 +100,73 @@ class TimeQuantiles {
 
 @ObjectType({
   description:
-    'How the method did on held-out history: trained before the last `holdoutDays`, scored on calls arriving inside them.',
+    'How the method did on held-out history from the same kind of anchor: trained on calls that departed before the last `holdoutDays`, it predicted each call arriving inside them at the anchor moment.',
 })
 class PredictionEvaluation {
   @Field(() => Int) holdoutDays!: number;
+  @Field(() => String, { description: 'The anchor kind evaluated: that of this prediction.' })
+  anchorKind!: string;
   @Field(() => Int) evaluatedCalls!: number;
-  @Field(() => Float, { nullable: true, description: 'Mean absolute error of the p50 berth wait, hours.' })
-  berthWaitMaeHours!: number | null;
-  @Field(() => Float, { nullable: true, description: 'Mean absolute error of the p50 time in port, hours.' })
-  timeInPortMaeHours!: number | null;
+  @Field(() => Float, {
+    nullable: true,
+    description: 'Mean absolute error of the p50 berthing time, hours; null from ATB.',
+  })
+  berthMaeHours!: number | null;
+  @Field(() => Float, {
+    nullable: true,
+    description: 'Mean absolute error of the p50 departure time, hours.',
+  })
+  departureMaeHours!: number | null;
+  @Field(() => Float, {
+    nullable: true,
+    description: 'Share (0–1) of held-out calls whose actual departure fell inside the p10–p90 interval.',
+  })
+  departureCoverage!: number | null;
 }
 
 @ObjectType({
   description: 'Predicted berthing and departure of a port call, with uncertainty and provenance.',
 })
 class PortCallPrediction {
-  @Field(() => PortCall) portCall!: PortCall;
+  @Field(() => ID, { description: 'The id of the call predicted (needs no further scope).' })
+  portCallId!: string;
+  @Field(() => PortCall, { description: 'The call predicted; reading it needs read:port_calls.' })
+  @RequiresScopes('read:port_calls')
+  portCall!: PortCall;
   @Field(() => String) method!: string;
   @Field(() => String) methodVersion!: string;
   @Field(() => String, {
     description:
-      'Group the quantiles came from: PORT_VESSEL_TYPE_SEASON, PORT_VESSEL_TYPE, PORT or GLOBAL (first with ≥ 20 calls).',
+      'Group the quantiles came from: PORT_VESSEL_TYPE_SEASON, PORT_VESSEL_TYPE, PORT or GLOBAL (see README "Predictions method").',
   })
   basis!: string;
-  @Field(() => Int, { description: 'Departed calls in that group.' }) sampleSize!: number;
+  @Field(() => Int, { description: 'Departed calls the quantiles came from (after conditioning).' })
+  sampleSize!: number;
   @Field(() => Date) anchor!: Date;
   @Field(() => String, { description: 'ETA (scheduled), ATA (arrived) or ATB (berthed).' })
   anchorKind!: string;
+  @Field(() => Float, { description: 'Hours from the anchor to now; negative while the ETA is ahead.' })
+  elapsedHours!: number;
+  @Field(() => String, {
+    description:
+      'NONE (nothing elapsed), ELAPSED (only past calls still in this state after as long) or MEMORYLESS (too few lasted that long; remaining time counted from now).',
+  })
+  conditioning!: string;
   @Field(() => HourQuantiles, {
     nullable: true,
-    description: 'Hours from arrival to berth; null once berthed.',
+    description: 'Hours from the anchor to berthing; null once berthed. Never less than elapsedHours.',
   })
-  berthWaitHours!: HourQuantiles | null;
+  berthHours!: HourQuantiles | null;
   @Field(() => HourQuantiles, {
-    nullable: true,
-    description: 'Hours from arrival to departure; null once berthed.',
+    description: 'Hours from the anchor to departure. Never less than elapsedHours.',
   })
-  timeInPortHours!: HourQuantiles | null;
-  @Field(() => TimeQuantiles) berthAt!: TimeQuantiles;
-  @Field(() => TimeQuantiles) departureAt!: TimeQuantiles;
+  departureHours!: HourQuantiles;
+  @Field(() => TimeQuantiles, {
+    description: 'Berthing time; the actual ATB once berthed. Never before now otherwise.',
+  })
+  berthAt!: TimeQuantiles;
+  @Field(() => TimeQuantiles, { description: 'Departure time; never before now.' })
+  departureAt!: TimeQuantiles;
   @Field(() => PredictionEvaluation) evaluation!: PredictionEvaluation;
 }
 
@@ -205,12 +232,7 @@ export class InsightsResolver {
     const window = windowOf(ctx.services.clock, from, to);
     return {
       ...window,
-      rows: await bunkerVolumes(
-        ctx.em,
-        requirePrincipal(ctx),
-        window,
-        portLocode ? parseLocode(portLocode) : null,
-      ),
+      rows: await bunkerVolumes(ctx.em, requirePrincipal(ctx), window, portLocode),
     };
   }
 
@@ -256,7 +278,8 @@ export class InsightsResolver {
     @Arg('portCallId', () => ID) portCallId: string,
     @Ctx() ctx: GatewayContext,
   ): Promise<PortCallPrediction> {
-    return predictPortCall(ctx.em, ctx.services.clock, requirePrincipal(ctx), portCallId);
+    const prediction = await predictPortCall(ctx.em, ctx.services.clock, requirePrincipal(ctx), portCallId);
+    return { ...prediction, portCallId: prediction.portCall.id };
   }
 
   @Query(() => [BunkerForecast], {

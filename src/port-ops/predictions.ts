@@ -1,10 +1,9 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { DAY, HOUR, type Clock } from '../kernel/clock.js';
-import { badInput, conflict, notFound } from '../kernel/errors.js';
+import { badInput, conflict } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { findOwned, tenant } from './common.js';
 import {
-  Port,
   PortCall,
   PortCallStatus,
   ServiceOrder,
@@ -14,23 +13,34 @@ import {
   VesselType,
 } from './entities.js';
 import { periodKey, Period } from './analytics.js';
+import { portByLocode } from './service.js';
 import { HOURS, mean, quantile, round, sortNumbers, stdev } from './stats.js';
-import { parseLocode } from './validation.js';
 
 /*
- * Predictions are empirical, from the account's own history; see README "Predictions" for the
- * method. Every number comes with its spread (p10/p50/p90), the sample it came from, and the
- * error the same method made on the last 90 days when trained on what came before.
+ * Predictions are empirical, from the account's own history; see README "Predictions method".
+ * Every number comes with its spread (p10/p50/p90), the sample it came from, and the error the
+ * same method made, from the same kind of anchor, on the last 90 days when trained on what
+ * came before.
  */
 
-export const PORT_CALL_METHOD = { name: 'empirical-quantiles', version: '1.0.0' } as const;
+export const PORT_CALL_METHOD = { name: 'empirical-quantiles', version: '2.0.0' } as const;
 export const BUNKER_METHOD = { name: 'seasonal-naive-mean', version: '1.0.0' } as const;
 
 /** Fewest past calls a group needs before its quantiles are used instead of the next fall-back. */
 export const MIN_SAMPLE = 20;
+/** Fewest past calls that outlasted the elapsed time for the all-calls group to be conditioned on them. */
+export const MIN_CONDITIONED = 5;
 export const HOLDOUT_DAYS = 90;
 
 export type Basis = 'PORT_VESSEL_TYPE_SEASON' | 'PORT_VESSEL_TYPE' | 'PORT' | 'GLOBAL';
+export type AnchorKind = 'ETA' | 'ATA' | 'ATB';
+/**
+ * NONE: nothing has elapsed since the anchor (a future ETA). ELAPSED: only past calls that were
+ * still in the call's present state after as long as it has been there. MEMORYLESS: too few past
+ * calls lasted that long, so the remaining time is taken as the group's whole distribution
+ * counted from now.
+ */
+export type Conditioning = 'NONE' | 'ELAPSED' | 'MEMORYLESS';
 
 /** Meteorological seasons (northern hemisphere months): DJF, MAM, JJA, SON. */
 export function seasonOf(date: Date): string {
@@ -39,36 +49,79 @@ export function seasonOf(date: Date): string {
   ]!;
 }
 
-interface Sample {
+/** One departed call, in hours from each possible anchor. */
+export interface Sample {
   portId: string;
   vesselType: VesselType;
-  season: string;
+  eta: Date;
   ata: Date;
-  waitHours: number;
-  berthHours: number;
-  inPortHours: number;
+  atb: Date;
+  atd: Date;
 }
 
-interface Distributions {
-  basis: Basis;
-  samples: Sample[];
+interface AnchorSpec {
+  at: (s: Pick<Sample, 'eta' | 'ata' | 'atb'>) => Date;
+  /** How long a past call stayed in the state a call at this anchor is in (SCHEDULED, ARRIVED, BERTHED). */
+  stay: (s: Sample) => Date;
 }
 
-/** Finds the narrowest group with enough history: port × type × season → port × type → port → global. */
-function choose(history: Sample[], portId: string, vesselType: VesselType, season: string): Distributions {
+/** From which recorded time each anchor counts, and which time ends the state it anchors. */
+const ANCHORS: Readonly<Record<AnchorKind, AnchorSpec>> = {
+  ETA: { at: (s) => s.eta, stay: (s) => s.ata },
+  ATA: { at: (s) => s.ata, stay: (s) => s.atb },
+  ATB: { at: (s) => s.atb, stay: (s) => s.atd },
+};
+
+const hoursFrom = (from: Date, to: Date) => HOURS(to.getTime() - from.getTime());
+
+function groupLevels(portId: string, vesselType: VesselType, season: string, kind: AnchorKind) {
   const levels: Array<[Basis, (s: Sample) => boolean]> = [
     [
       'PORT_VESSEL_TYPE_SEASON',
-      (s) => s.portId === portId && s.vesselType === vesselType && s.season === season,
+      (s) => s.portId === portId && s.vesselType === vesselType && seasonOf(ANCHORS[kind].at(s)) === season,
     ],
     ['PORT_VESSEL_TYPE', (s) => s.portId === portId && s.vesselType === vesselType],
     ['PORT', (s) => s.portId === portId],
+    ['GLOBAL', () => true],
   ];
+  return levels;
+}
+
+interface Chosen {
+  basis: Basis;
+  samples: Sample[];
+  conditioning: Conditioning;
+}
+
+/**
+ * The narrowest group (port × vessel type × season → port × vessel type → port → all calls)
+ * with at least MIN_SAMPLE calls that were still in the call's state after `elapsedHours`.
+ * If none has that many: all calls that outlasted it, when at least MIN_CONDITIONED did;
+ * otherwise the narrowest group by size alone, counted from now (MEMORYLESS).
+ */
+export function chooseSamples(
+  history: readonly Sample[],
+  target: { portId: string; vesselType: VesselType; season: string },
+  kind: AnchorKind,
+  elapsedHours: number,
+): Chosen {
+  const levels = groupLevels(target.portId, target.vesselType, target.season, kind);
+  const spec = ANCHORS[kind];
+  const outlasted = (s: Sample) => hoursFrom(spec.at(s), spec.stay(s)) > elapsedHours;
+  const conditioning: Conditioning = elapsedHours > 0 ? 'ELAPSED' : 'NONE';
+  for (const [basis, keep] of levels) {
+    const samples = history.filter((s) => keep(s) && (conditioning === 'NONE' || outlasted(s)));
+    if (samples.length >= MIN_SAMPLE) return { basis, samples, conditioning };
+  }
+  const longer = history.filter(outlasted);
+  if (conditioning === 'ELAPSED' && longer.length >= MIN_CONDITIONED)
+    return { basis: 'GLOBAL', samples: longer, conditioning };
   for (const [basis, keep] of levels) {
     const samples = history.filter(keep);
-    if (samples.length >= MIN_SAMPLE) return { basis, samples };
+    if (samples.length >= MIN_SAMPLE || basis === 'GLOBAL')
+      return { basis, samples, conditioning: conditioning === 'NONE' ? 'NONE' : 'MEMORYLESS' };
   }
-  return { basis: 'GLOBAL', samples: history };
+  throw new Error('unreachable: GLOBAL always returns');
 }
 
 export interface Quantiles {
@@ -77,36 +130,15 @@ export interface Quantiles {
   p90: number;
 }
 
-function quantiles(values: number[]): Quantiles {
-  const sorted = sortNumbers(values);
-  return {
-    p10: round(quantile(sorted, 0.1)),
-    p50: round(quantile(sorted, 0.5)),
-    p90: round(quantile(sorted, 0.9)),
-  };
+export interface TimeQuantiles {
+  p10: Date;
+  p50: Date;
+  p90: Date;
 }
 
-async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
-  const [calls, vessels] = await Promise.all([
-    em.find(
-      PortCall,
-      { ...tenant(principal), status: PortCallStatus.DEPARTED, atd: { $lt: before } },
-      { fields: ['portId', 'vesselId', 'ata', 'atb', 'atd'] },
-    ),
-    em.find(Vessel, {}, { fields: ['id', 'type'] }),
-  ]);
-  const types = new Map(vessels.map((v) => [v.id, v.type]));
-  return calls
-    .filter((c) => c.ata && c.atb && c.atd)
-    .map((c) => ({
-      portId: c.portId,
-      vesselType: types.get(c.vesselId)!,
-      season: seasonOf(c.ata!),
-      ata: c.ata!,
-      waitHours: HOURS(c.atb!.getTime() - c.ata!.getTime()),
-      berthHours: HOURS(c.atd!.getTime() - c.atb!.getTime()),
-      inPortHours: HOURS(c.atd!.getTime() - c.ata!.getTime()),
-    }));
+function quantilesOf(values: number[]): Quantiles {
+  const sorted = sortNumbers(values);
+  return { p10: quantile(sorted, 0.1), p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9) };
 }
 
 export interface PortCallPrediction {
@@ -117,24 +149,170 @@ export interface PortCallPrediction {
   sampleSize: number;
   /** The time the predictions count from: ATA when arrived, ATB when berthed, else ETA. */
   anchor: Date;
-  anchorKind: 'ETA' | 'ATA' | 'ATB';
-  berthWaitHours: Quantiles | null;
-  timeInPortHours: Quantiles | null;
-  berthAt: { p10: Date; p50: Date; p90: Date };
-  departureAt: { p10: Date; p50: Date; p90: Date };
-  evaluation: {
-    holdoutDays: number;
-    evaluatedCalls: number;
-    berthWaitMaeHours: number | null;
-    timeInPortMaeHours: number | null;
+  anchorKind: AnchorKind;
+  /** Hours from the anchor to now (negative while the ETA is ahead). */
+  elapsedHours: number;
+  conditioning: Conditioning;
+  /** Hours from the anchor to berthing; null once berthed. */
+  berthHours: Quantiles | null;
+  /** Hours from the anchor to departure. */
+  departureHours: Quantiles;
+  berthAt: TimeQuantiles;
+  departureAt: TimeQuantiles;
+  evaluation: Evaluation;
+}
+
+export interface Evaluation {
+  holdoutDays: number;
+  anchorKind: AnchorKind;
+  evaluatedCalls: number;
+  berthMaeHours: number | null;
+  departureMaeHours: number | null;
+  /** Share of held-out calls whose actual departure fell inside the p10–p90 interval. */
+  departureCoverage: number | null;
+}
+
+/** What is known of the call being predicted. */
+export interface PredictionTarget {
+  status: PortCallStatus;
+  portId: string;
+  vesselType: VesselType;
+  eta: Date;
+  ata?: Date | null;
+  atb?: Date | null;
+}
+
+export function anchorOf(target: PredictionTarget): { kind: AnchorKind; at: Date } {
+  if (target.status === PortCallStatus.BERTHED) return { kind: 'ATB', at: target.atb! };
+  if (target.status === PortCallStatus.ARRIVED) return { kind: 'ATA', at: target.ata! };
+  return { kind: 'ETA', at: target.eta };
+}
+
+/**
+ * Quantiles of hours from the anchor to berthing and to departure. A predicted time before now
+ * is reported as now: the call is still waiting for that event, so it cannot lie in the past.
+ */
+export function predictFromHistory(
+  history: readonly Sample[],
+  target: PredictionTarget,
+  now: Date,
+): Omit<PortCallPrediction, 'portCall' | 'evaluation'> {
+  const anchor = anchorOf(target);
+  const elapsedHours = hoursFrom(anchor.at, now);
+  const chosen = chooseSamples(
+    history,
+    { portId: target.portId, vesselType: target.vesselType, season: seasonOf(anchor.at) },
+    anchor.kind,
+    elapsedHours,
+  );
+  const from = ANCHORS[anchor.kind].at;
+  // MEMORYLESS counts the remaining time from now rather than from the anchor.
+  const offset = chosen.conditioning === 'MEMORYLESS' ? elapsedHours : 0;
+  const toTimes = (q: Quantiles): { hours: Quantiles; at: TimeQuantiles } => {
+    const hours = {} as Quantiles;
+    const at = {} as TimeQuantiles;
+    for (const key of ['p10', 'p50', 'p90'] as const) {
+      const time = Math.max(anchor.at.getTime() + round(q[key] + offset) * HOUR, now.getTime());
+      at[key] = new Date(time);
+      hours[key] = round(hoursFrom(anchor.at, at[key]));
+    }
+    return { hours, at };
+  };
+  const departure = toTimes(quantilesOf(chosen.samples.map((s) => hoursFrom(from(s), s.atd))));
+  const berth =
+    anchor.kind === 'ATB' ? null : toTimes(quantilesOf(chosen.samples.map((s) => hoursFrom(from(s), s.atb))));
+  return {
+    method: PORT_CALL_METHOD.name,
+    methodVersion: PORT_CALL_METHOD.version,
+    basis: chosen.basis,
+    sampleSize: chosen.samples.length,
+    anchor: anchor.at,
+    anchorKind: anchor.kind,
+    elapsedHours: round(elapsedHours),
+    conditioning: chosen.conditioning,
+    berthHours: berth?.hours ?? null,
+    departureHours: departure.hours,
+    berthAt: berth?.at ?? { p10: anchor.at, p50: anchor.at, p90: anchor.at },
+    departureAt: departure.at,
   };
 }
 
-const shift = (anchor: Date, q: Quantiles) => ({
-  p10: new Date(anchor.getTime() + q.p10 * HOUR),
-  p50: new Date(anchor.getTime() + q.p50 * HOUR),
-  p90: new Date(anchor.getTime() + q.p90 * HOUR),
-});
+/**
+ * The method's error from one kind of anchor: trained on calls that departed before the
+ * hold-out window, it predicts (at the anchor moment, nothing elapsed) each call that arrived
+ * inside the window; scored by the p50's mean absolute error and the p10–p90 coverage.
+ */
+export function evaluateHoldout(history: readonly Sample[], now: Date, kind: AnchorKind): Evaluation {
+  const cut = now.getTime() - HOLDOUT_DAYS * DAY;
+  const train = history.filter((s) => s.atd.getTime() < cut);
+  const test = history.filter((s) => s.ata.getTime() >= cut);
+  const empty = {
+    holdoutDays: HOLDOUT_DAYS,
+    anchorKind: kind,
+    evaluatedCalls: 0,
+    berthMaeHours: null,
+    departureMaeHours: null,
+    departureCoverage: null,
+  };
+  if (train.length === 0 || test.length === 0) return empty;
+  const from = ANCHORS[kind].at;
+  const memo = new Map<string, { berth: Quantiles; departure: Quantiles }>();
+  let berthError = 0;
+  let departureError = 0;
+  let covered = 0;
+  for (const s of test) {
+    const season = seasonOf(from(s));
+    const key = `${s.portId}|${s.vesselType}|${season}`;
+    let q = memo.get(key);
+    if (!q) {
+      const { samples } = chooseSamples(
+        train,
+        { portId: s.portId, vesselType: s.vesselType, season },
+        kind,
+        0,
+      );
+      q = {
+        berth: quantilesOf(samples.map((c) => hoursFrom(from(c), c.atb))),
+        departure: quantilesOf(samples.map((c) => hoursFrom(from(c), c.atd))),
+      };
+      memo.set(key, q);
+    }
+    const berth = hoursFrom(from(s), s.atb);
+    const departure = hoursFrom(from(s), s.atd);
+    berthError += Math.abs(berth - q.berth.p50);
+    departureError += Math.abs(departure - q.departure.p50);
+    if (departure >= q.departure.p10 && departure <= q.departure.p90) covered += 1;
+  }
+  return {
+    ...empty,
+    evaluatedCalls: test.length,
+    berthMaeHours: kind === 'ATB' ? null : round(berthError / test.length),
+    departureMaeHours: round(departureError / test.length),
+    departureCoverage: round(covered / test.length, 3),
+  };
+}
+
+async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
+  const [calls, vessels] = await Promise.all([
+    em.find(
+      PortCall,
+      { ...tenant(principal), status: PortCallStatus.DEPARTED, atd: { $lt: before } },
+      { fields: ['portId', 'vesselId', 'eta', 'ata', 'atb', 'atd'] },
+    ),
+    em.find(Vessel, {}, { fields: ['id', 'type'] }),
+  ]);
+  const types = new Map(vessels.map((v) => [v.id, v.type]));
+  return calls
+    .filter((c) => c.ata && c.atb && c.atd)
+    .map((c) => ({
+      portId: c.portId,
+      vesselType: types.get(c.vesselId)!,
+      eta: c.eta,
+      ata: c.ata!,
+      atb: c.atb!,
+      atd: c.atd!,
+    }));
+}
 
 export async function predictPortCall(
   em: EntityManager,
@@ -155,66 +333,8 @@ export async function predictPortCall(
   ]);
   if (history.length === 0)
     throw conflict('No departed port calls in this account yet: predictions need history', { sampleSize: 0 });
-
-  const anchorKind =
-    call.status === PortCallStatus.BERTHED ? 'ATB' : call.status === PortCallStatus.ARRIVED ? 'ATA' : 'ETA';
-  const anchor = anchorKind === 'ATB' ? call.atb! : anchorKind === 'ATA' ? call.ata! : call.eta;
-  const chosen = choose(history, call.portId, vessel.type, seasonOf(anchor));
-  const wait = quantiles(chosen.samples.map((s) => s.waitHours));
-  const inPort = quantiles(chosen.samples.map((s) => s.inPortHours));
-  const berth = quantiles(chosen.samples.map((s) => s.berthHours));
-  const berthed = anchorKind === 'ATB';
-  return {
-    portCall: call,
-    method: PORT_CALL_METHOD.name,
-    methodVersion: PORT_CALL_METHOD.version,
-    basis: chosen.basis,
-    sampleSize: chosen.samples.length,
-    anchor,
-    anchorKind,
-    berthWaitHours: berthed ? null : wait,
-    timeInPortHours: berthed ? null : inPort,
-    berthAt: berthed ? { p10: anchor, p50: anchor, p90: anchor } : shift(anchor, wait),
-    departureAt: shift(anchor, berthed ? berth : inPort),
-    evaluation: evaluate(history, now),
-  };
-}
-
-/** Trains on calls that departed before the hold-out window and scores p50 on those that arrived inside it. */
-function evaluate(history: Sample[], now: Date): PortCallPrediction['evaluation'] {
-  const cut = now.getTime() - HOLDOUT_DAYS * DAY;
-  const train = history.filter((s) => s.ata.getTime() + s.inPortHours * HOUR < cut);
-  const test = history.filter((s) => s.ata.getTime() >= cut);
-  if (train.length === 0 || test.length === 0)
-    return {
-      holdoutDays: HOLDOUT_DAYS,
-      evaluatedCalls: 0,
-      berthWaitMaeHours: null,
-      timeInPortMaeHours: null,
-    };
-  const memo = new Map<string, { wait: number; inPort: number }>();
-  let waitError = 0;
-  let inPortError = 0;
-  for (const s of test) {
-    const key = `${s.portId}|${s.vesselType}|${s.season}`;
-    let p50 = memo.get(key);
-    if (!p50) {
-      const chosen = choose(train, s.portId, s.vesselType, s.season).samples;
-      p50 = {
-        wait: quantile(sortNumbers(chosen.map((c) => c.waitHours)), 0.5),
-        inPort: quantile(sortNumbers(chosen.map((c) => c.inPortHours)), 0.5),
-      };
-      memo.set(key, p50);
-    }
-    waitError += Math.abs(s.waitHours - p50.wait);
-    inPortError += Math.abs(s.inPortHours - p50.inPort);
-  }
-  return {
-    holdoutDays: HOLDOUT_DAYS,
-    evaluatedCalls: test.length,
-    berthWaitMaeHours: round(waitError / test.length),
-    timeInPortMaeHours: round(inPortError / test.length),
-  };
+  const prediction = predictFromHistory(history, { ...call, vesselType: vessel.type }, now);
+  return { portCall: call, ...prediction, evaluation: evaluateHoldout(history, now, prediction.anchorKind) };
 }
 
 // ---------------------------------------------------------------- bunker demand
@@ -250,7 +370,7 @@ function monthStart(date: Date, offset = 0): Date {
  * the mean of that year's 12 months; 1 when there is no such year). Interval: p50 ± 1.2816 × the
  * standard deviation of the last 12 monthly volumes (a normal 80 % band), floored at 0.
  */
-function forecastFrom(
+export function forecastFrom(
   series: Map<string, number>,
   firstTarget: Date,
   horizon: number,
@@ -280,12 +400,11 @@ export async function bunkerDemandForecast(
   principal: Principal,
   input: { portLocode: string; fuelType?: string | null; months?: number | null },
 ): Promise<BunkerForecast[]> {
-  const locode = parseLocode(input.portLocode);
   const horizon = input.months ?? 3;
   if (!Number.isInteger(horizon) || horizon < 1 || horizon > 12)
     throw badInput('months', `must be from 1 to 12 (got ${horizon})`);
-  const port = await em.findOne(Port, { locode });
-  if (!port) throw notFound('Port', locode);
+  const port = await portByLocode(em, input.portLocode);
+  const locode = port.locode;
   const now = clock.now();
   const since = monthStart(now, -36);
   const rows = await em.find(ServiceOrder, {
