@@ -59,6 +59,8 @@ export interface Config {
   redisPrefix: string;
   wsMaxSubscriptionsPerConnection: number;
   wsKeepAliveMs: number;
+  /** Bytes a subscriber's socket may have waiting to be sent before its subscriptions are ended. */
+  wsMaxBacklogBytes: number;
   planLimits: Record<Plan, PlanLimit>;
   /** Per-credential requests per minute on the port-operations API. */
   portOpsPerMinute: number;
@@ -206,6 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: env.REDIS_PREFIX || 'tidegate',
     wsMaxSubscriptionsPerConnection: int('WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 50, 1, 10_000),
     wsKeepAliveMs: duration('WS_KEEPALIVE', '12s'),
+    wsMaxBacklogBytes: int('WS_MAX_BACKLOG_BYTES', 8 * 1024 * 1024, 1024),
     planLimits,
     portOpsPerMinute: int('PORT_OPS_PER_MINUTE', 600, 1),
     benchRoutes: bool('BENCH_ROUTES', false),

@@ -10,6 +10,7 @@ import {
   specifiedRules,
   validate,
   type DocumentNode,
+  type ExecutionResult,
   type GraphQLSchema,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
@@ -20,11 +21,12 @@ import { AppError, isAppError } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { AuditWriter } from '../audit/writer.js';
 import { eventBusOf } from '../events/bus.js';
+import { isLiveEvents, type LiveEvents } from '../events/live.js';
 import { CREDENTIAL_REVOKED } from '../events/catalog.js';
 import { checkAccess, type AccessPolicy } from './access.js';
-import { createContext, type AppServices, type GatewayContext } from './context.js';
+import { createContext, type AppServices, type DomainEvent, type GatewayContext } from './context.js';
 import type { CredentialResolver } from './credentials.js';
-import { appErrorOf, toGraphQLError } from './errors.js';
+import { appErrorOf, formatGraphQLError, toGraphQLError } from './errors.js';
 import { requestIdOf } from './edge.js';
 import { combineDenials } from './graphql-http.js';
 
@@ -88,7 +90,16 @@ export function registerGraphQLWs(
   const documents = new Map<string, DocumentNode>();
   // Subscription documents are compiled once (graphql-jit): each event is executed for thousands of subscribers.
   const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | readonly GraphQLError[]>>();
-  const sharedResults = new WeakMap<object, Map<string, ReturnType<CompiledQuery['query']>>>();
+  /** Per event: the serialized answer for each subscriber key, computed once for all of them. */
+  const sharedAnswers = new WeakMap<DomainEvent, Map<string, string | Promise<string>>>();
+  /** The socket and subscription id a subscription's context belongs to (set in onSubscribe). */
+  const liveTargets = new WeakMap<GatewayContext, { socket: WebSocket; id: string }>();
+  const formatError = (error: GraphQLError) =>
+    formatGraphQLError(error.toJSON(), error, (e) =>
+      services.logger.error({ err: e }, 'unexpected error in a subscription'),
+    );
+  const serialize = (result: ExecutionResult) =>
+    JSON.stringify(result.errors ? { ...result, errors: result.errors.map(formatError) } : result);
   const documentIds = new WeakMap<DocumentNode, number>();
   let nextDocumentId = 0;
   const documentId = (document: DocumentNode): number => {
@@ -166,16 +177,24 @@ export function registerGraphQLWs(
         }
         const variables = args.variableValues ?? {};
         const context = args.contextValue as GatewayContext;
+        const target = liveTargets.get(context);
+        if (!isLiveEvents(source) || !target)
+          throw new Error('subscription sources must be live event streams');
         // Subscribers with the same document, variables and account get the same answer to an event:
-        // execute it once for all of them (thousands of dashboards watch the same feed).
+        // execute and serialize it once for all of them (thousands of dashboards watch the same feed).
         const key = `${documentId(args.document)}|${args.operationName ?? ''}|${context.principal?.accountId ?? ''}|${JSON.stringify(variables)}`;
-        return mapEvents(source, (event) => {
-          let answers = sharedResults.get(event as object);
-          if (!answers) sharedResults.set(event as object, (answers = new Map()));
+        const answerTo = (event: DomainEvent): string | Promise<string> => {
+          let answers = sharedAnswers.get(event);
+          if (!answers) sharedAnswers.set(event, (answers = new Map()));
           let answer = answers.get(key);
-          if (!answer) answers.set(key, (answer = query.query(event, context, variables)));
+          if (answer === undefined) {
+            const result = query.query(event, context, variables);
+            answer = isPromise(result) ? result.then(serialize) : serialize(result);
+            answers.set(key, answer);
+          }
           return answer;
-        });
+        };
+        return pushToSocket(source, target, answerTo, services.config.wsMaxBacklogBytes);
       },
       onConnect: async (ctx) => {
         const socket = ctx.extra.socket;
@@ -239,6 +258,7 @@ export function registerGraphQLWs(
           await services.admission.admit(state.principal, requirements);
           state.starting.set(id, { operation, startedAt });
           const contextValue = createContext(services, state.requestId, state.principal);
+          liveTargets.set(contextValue, { socket: ctx.extra.socket, id });
           return {
             schema,
             document: parsed,
@@ -316,30 +336,93 @@ function keepAppErrorCode(error: GraphQLError): GraphQLError {
   return app ? toGraphQLError(app) : error;
 }
 
-/** Maps an async iterator, passing return/throw through so ending the subscription ends the source. */
-function mapEvents<T, U>(
-  source: AsyncIterable<T> & Partial<AsyncIterator<T>>,
-  map: (value: T) => U | Promise<U>,
-): AsyncIterableIterator<U> {
-  const iterator = source[Symbol.asyncIterator]();
-  const mapped: AsyncIterableIterator<U> = {
-    async next() {
-      const result = await iterator.next();
-      return result.done ? { value: undefined, done: true } : { value: await map(result.value), done: false };
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | null)?.then === 'function';
+}
+
+/**
+ * Delivers a subscription by writing its `next` frames straight to the socket: the frame is the
+ * shared serialized answer with this subscription's id around it, so the per-subscriber cost is a
+ * string join and a send — not an iterator step, a promise chain and a JSON.stringify each, as
+ * when graphql-ws pulls. graphql-ws still owns the subscription: it gets an iterator that yields
+ * nothing until the subscription ends (client `complete` or socket close: return() stops the
+ * feed), or one final error when the subscriber falls too far behind.
+ */
+function pushToSocket(
+  source: LiveEvents,
+  { socket, id }: { socket: WebSocket; id: string },
+  answerTo: (event: DomainEvent) => string | Promise<string>,
+  maxBacklogBytes: number,
+): AsyncIterableIterator<ExecutionResult> {
+  const head = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+  let ended = false;
+  let finalResult: ExecutionResult | undefined;
+  let parked: ((result: IteratorResult<ExecutionResult>) => void) | undefined;
+  // Answers that need a promise keep their order behind one chain.
+  let pending: Promise<void> | undefined;
+
+  const end = (result?: ExecutionResult) => {
+    if (ended) return;
+    ended = true;
+    void source.return?.();
+    if (!parked) {
+      finalResult = result;
+      return;
+    }
+    const resolve = parked;
+    parked = undefined;
+    resolve(result ? { value: result, done: false } : { value: undefined, done: true });
+  };
+  const send = (json: string) => {
+    if (ended || socket.readyState !== socket.OPEN) return;
+    if (socket.bufferedAmount > maxBacklogBytes) {
+      end({
+        errors: [
+          new GraphQLError('Subscriber fell too far behind; subscription ended', {
+            extensions: { code: 'SERVICE_UNAVAILABLE' },
+          }),
+        ],
+      });
+      return;
+    }
+    socket.send(head + json + '}');
+  };
+
+  source.pushTo((event) => {
+    if (ended || socket.readyState !== socket.OPEN) return;
+    const answer = answerTo(event);
+    if (!pending && !isPromise(answer)) return send(answer);
+    const previous = pending ?? Promise.resolve();
+    const current = previous.then(() => answer).then(send, () => undefined);
+    pending = current;
+    void current.then(() => {
+      if (pending === current) pending = undefined;
+    });
+  });
+
+  const iterator: AsyncIterableIterator<ExecutionResult> = {
+    next() {
+      if (finalResult) {
+        const value = finalResult;
+        finalResult = undefined;
+        return Promise.resolve({ value, done: false });
+      }
+      if (ended) return Promise.resolve({ value: undefined, done: true });
+      return new Promise((resolve) => (parked = resolve));
     },
-    async return() {
-      await iterator.return?.();
-      return { value: undefined, done: true };
+    return() {
+      end();
+      return Promise.resolve({ value: undefined, done: true });
     },
-    async throw(error?: unknown) {
-      if (iterator.throw) await iterator.throw(error);
-      throw error;
+    throw(error?: unknown) {
+      end();
+      return Promise.reject(error);
     },
     [Symbol.asyncIterator]() {
-      return mapped;
+      return iterator;
     },
   };
-  return mapped;
+  return iterator;
 }
 
 /**

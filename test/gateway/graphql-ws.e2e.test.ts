@@ -191,6 +191,27 @@ describe('graphql-ws on /graphql', () => {
     await untilListening(() => listeners() === before);
   });
 
+  it('delivers one frame per subscription, each with its own id, from one shared answer', async () => {
+    const socket = await openSocket(wsUrl, { apiKey: server.key('INSTITUTIONAL') });
+    const before = listeners();
+    for (const id of ['a', 'b'])
+      socket.send({
+        id,
+        type: 'subscribe',
+        payload: { query: 'subscription { tierChanged { slug tier } }' },
+      });
+    await untilListening(() => listeners() === before + 2);
+    await commitEvents(server, [tierChange('shared-answer', 'L3')]);
+    await socket.until(() => nextIds(socket).size === 2, 'one frame per subscription');
+    const frames = socket.messages.filter((m) => m.type === 'next');
+    expect(frames).toEqual([
+      { id: 'a', type: 'next', payload: { data: { tierChanged: { slug: 'shared-answer', tier: 'L3' } } } },
+      { id: 'b', type: 'next', payload: { data: { tierChanged: { slug: 'shared-answer', tier: 'L3' } } } },
+    ]);
+    await socket.close();
+    await untilListening(() => listeners() === before);
+  });
+
   it('pings every WS_KEEPALIVE', async () => {
     const socket = await openSocket(wsUrl, { apiKey: server.key('ANALYST') });
     await socket.until(() => socket.pings >= 2, 'two keep-alive pings');
@@ -337,5 +358,49 @@ describeWithPostgres('graphql-ws connection bookkeeping [postgresql]', () => {
     expect(server.app.ws.connectionCount).toBeGreaterThanOrEqual(1);
     await last.close();
     await eventually(() => server.app.ws.connectionCount === 0, 'every connection forgotten');
+  });
+});
+
+describe('a subscriber that falls behind', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ env: { WS_MAX_BACKLOG_BYTES: '4096' } });
+  });
+  afterAll(() => server?.close());
+
+  it('gets a final error and its subscription ends, instead of the server buffering without bound', async () => {
+    const bus = eventBusOf(server.app.services)!;
+    const wsUrl = server.url.replace('http', 'ws') + '/graphql';
+    const socket = await openSocket(wsUrl, { apiKey: server.key('INSTITUTIONAL') });
+    const before = bus.listenerCount;
+    socket.send({
+      id: 'slow',
+      type: 'subscribe',
+      payload: { query: 'subscription { tierChanged { slug tier } }' },
+    });
+    await untilListening(() => bus.listenerCount === before + 1);
+    // One burst, delivered within one turn: the frames pile up in the socket's buffer past 4 KiB.
+    await commitEvents(
+      server,
+      Array.from({ length: 200 }, (_, i) => tierChange(`burst-${i}`)),
+    );
+    await socket.until(() => socket.messages.some((m) => m.type === 'complete'), 'the subscription to end');
+    const frames = socket.messages.filter((m) => m.id === 'slow');
+    const last = frames.at(-2)!;
+    expect(last.type).toBe('next');
+    expect(last.payload).toEqual({
+      errors: [
+        expect.objectContaining({
+          message: 'Subscriber fell too far behind; subscription ended',
+          extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }),
+        }),
+      ],
+    });
+    // Some events made it, not all 200.
+    const delivered = frames.filter((m) => m.type === 'next').length - 1;
+    expect(delivered).toBeGreaterThan(0);
+    expect(delivered).toBeLessThan(200);
+    await untilListening(() => bus.listenerCount === before);
+    await socket.close();
   });
 });
