@@ -1,17 +1,60 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import { type EntityName, type FilterQuery, type QueryOrderMap } from '@mikro-orm/core';
+import {
+  UniqueConstraintViolationException,
+  type EntityData,
+  type EntityName,
+  type FilterQuery,
+  type QueryOrderMap,
+} from '@mikro-orm/core';
 import { isUuid } from '../accounts/service.js';
 import type { EventPublisher } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';
 import type { Clock } from '../kernel/clock.js';
-import { notFound } from '../kernel/errors.js';
+import { stageEvents, type EventDraft } from '../events/stage.js';
+import { conflict, notFound, type AppError } from '../kernel/errors.js';
 import { isAdmin, type Principal } from '../kernel/principal.js';
+import { PortCall, StatusChange, type StatusSubject } from './entities.js';
 
 /** What a port-ops service needs from the outside world: the unit of work, time, and the live bus. */
 export interface Deps {
   em: EntityManager;
   clock: Clock;
   events: EventPublisher;
+}
+
+/** Runs a change in one transaction with its staged events, then publishes them after commit. */
+export async function commit<T>(
+  deps: Deps,
+  change: (tx: EntityManager) => Promise<{ result: T; drafts: EventDraft[] }>,
+): Promise<T> {
+  const { result, events } = await deps.em.transactional(async (tx) => {
+    const { result, drafts } = await change(tx);
+    return { result, events: stageEvents(tx, deps.clock, drafts) };
+  });
+  await deps.events.publish(events);
+  return result;
+}
+
+/** Adds one status-history row to the transaction. */
+export function recordChange(
+  tx: EntityManager,
+  subjectType: StatusSubject,
+  subjectId: string,
+  from: string | null,
+  to: string,
+  at: Date,
+  actor: string,
+  recordedAt: Date,
+): void {
+  tx.persist(tx.create(StatusChange, { subjectType, subjectId, from, to, at, actor, recordedAt }));
+}
+
+/** The 409 for a move a state machine does not allow, naming both states and the legal ones. */
+export function illegalMove(what: string, from: string, to: string, allowed: readonly string[]): AppError {
+  return conflict(
+    `${what} cannot go from ${from} to ${to}${allowed.length ? ` (from ${from} it may go to ${allowed.join(' or ')})` : ` (${from} is final)`}`,
+    { from, to, allowed },
+  );
 }
 
 /** How a change is attributed in status history and events. */
@@ -42,6 +85,66 @@ export async function findOwned<T extends object>(
   const row = await em.findOne(entity, { id, ...tenant(principal) } as FilterQuery<T>);
   if (!row) throw notFound(label, id);
   return row;
+}
+
+/**
+ * Loads a tenant-owned row inside a transaction as a plain snapshot (outside the identity map),
+ * so the guarded writes below are the only writes and nothing is flushed behind their back.
+ */
+export async function findOwnedSnapshot<T extends object>(
+  tx: EntityManager,
+  entity: EntityName<T>,
+  label: string,
+  principal: Principal,
+  id: string,
+): Promise<T> {
+  if (!isUuid(id)) throw notFound(label, id);
+  const row = await tx.findOne(entity, { id, ...tenant(principal) } as FilterQuery<T>, {
+    disableIdentityMap: true,
+  });
+  if (!row) throw notFound(label, id);
+  return row;
+}
+
+/**
+ * Check-then-act under concurrency: writes only if the row still matches what the caller read
+ * (`expected`, e.g. its status), and holds the row lock until commit. Zero affected rows means
+ * another request changed it in between, which is a 409 the client resolves by reloading.
+ * Writing `values` equal to `expected` is the "lock and verify" form: nothing changes, but a
+ * concurrent writer must now wait for this transaction.
+ */
+export async function guardedUpdate<T extends object>(
+  tx: EntityManager,
+  entity: EntityName<T>,
+  label: string,
+  id: string,
+  expected: FilterQuery<T>,
+  values: EntityData<T>,
+): Promise<void> {
+  const affected = await tx.nativeUpdate(entity, { ...(expected as object), id } as FilterQuery<T>, values);
+  if (affected !== 1)
+    throw conflict(`${label} ${id} was changed concurrently; reload and retry`, { id, reason: 'CONCURRENT' });
+}
+
+/**
+ * Locks a port call's row until commit by writing its own status back, so it cannot be moved or
+ * deleted between the caller's checks and writes (works alike on SQLite and PostgreSQL).
+ */
+export async function lockPortCall(tx: EntityManager, id: string): Promise<PortCall> {
+  const call = await tx.findOne(PortCall, { id }, { disableIdentityMap: true });
+  if (!call) throw notFound('PortCall', id);
+  await guardedUpdate(tx, PortCall, 'Port call', id, { status: call.status }, { status: call.status });
+  return call;
+}
+
+/**
+ * Turns a unique-constraint violation into the 409 that names the field. `columns` maps a
+ * column name (as it appears in SQLite's and PostgreSQL's messages) to the error to raise.
+ */
+export function uniqueConflict(error: unknown, columns: Record<string, () => AppError>): unknown {
+  if (!(error instanceof UniqueConstraintViolationException)) return error;
+  const match = Object.entries(columns).find(([column]) => error.message.includes(column));
+  return match ? match[1]() : error;
 }
 
 /** For `thing(id)` queries, where an unknown (or foreign) id is null rather than an error. */

@@ -515,6 +515,41 @@ export class Document {
   createdAt!: Date;
 }
 
+/**
+ * Which invoice bills a service order. The service order id is the primary key, so an order can
+ * be on at most one invoice at a time; the row is removed when its invoice is VOIDed, freeing
+ * the order to be billed again. The database, not a read-then-write, enforces "billed once".
+ */
+@Entity({ tableName: 'invoice_order_links' })
+@Index({ properties: ['invoiceId'] })
+export class InvoiceOrderLink {
+  @PrimaryKey({ type: 'uuid' })
+  serviceOrderId!: string;
+
+  @Property({ type: 'uuid' })
+  invoiceId!: string;
+}
+
+/**
+ * A signed upload URL that has been used. The token id is the primary key, so a replayed URL
+ * cannot create a second document; rows past their URL's expiry are pruned.
+ */
+@Entity({ tableName: 'document_upload_tokens' })
+@Index({ properties: ['expiresAt'] })
+export class UsedUploadToken {
+  @PrimaryKey({ type: 'uuid' })
+  id!: string;
+
+  @Property({ type: 'uuid' })
+  documentId!: string;
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  @Property({ type: 'datetime' })
+  usedAt!: Date;
+}
+
 export const portOpsEntities = [
   Vessel,
   Port,
@@ -524,4 +559,6 @@ export const portOpsEntities = [
   ServiceOrder,
   Invoice,
   Document,
+  InvoiceOrderLink,
+  UsedUploadToken,
 ];

@@ -144,9 +144,14 @@ class ServiceOrderInput {
 @InputType()
 class InvoiceLineInput {
   @Field(() => String) description!: string;
-  @Field(() => String, { description: 'Decimal, up to 3 places.' }) quantity!: string;
-  @Field(() => String, { description: 'Decimal, up to 2 places.' }) unitPrice!: string;
-  @Field(() => ID, { nullable: true }) serviceOrderId?: string | null;
+  @Field(() => String, { description: 'Decimal, up to 3 places, greater than 0, at most 1000000000.' })
+  quantity!: string;
+  @Field(() => String, { description: 'Decimal, up to 2 places, 0 to 1000000000.' }) unitPrice!: string;
+  @Field(() => ID, {
+    nullable: true,
+    description: "A COMPLETED order of the invoice's vendor, not on another invoice unless that one is VOID.",
+  })
+  serviceOrderId?: string | null;
 }
 
 @InputType()
@@ -156,7 +161,10 @@ class InvoiceInput {
   @Field(() => String, { description: 'ISO 4217 with 2 minor digits.' }) currency!: string;
   @Field(() => String, { nullable: true, description: 'Percent, up to 2 places; default "0".' }) taxRate?:
     string | null;
-  @Field(() => Date) dueDate!: Date;
+  @Field(() => String, {
+    description: 'Calendar date YYYY-MM-DD (a date-time only at 00:00 UTC), not before the invoice date.',
+  })
+  dueDate!: string;
   @Field(() => [InvoiceLineInput]) lines!: InvoiceLineInput[];
 }
 
@@ -310,6 +318,7 @@ export class PortCallResolver {
   }
 
   @FieldResolver(() => Port)
+  @RequiresScopes('read:port_calls', 'read:vessels')
   port(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
     return loadPort(ctx, call.portId);
   }
@@ -333,6 +342,7 @@ export class PortCallResolver {
   }
 
   @FieldResolver(() => [StatusChange], { description: 'Every status transition, oldest first.' })
+  @RequiresScopes('read:port_calls')
   statusHistory(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
     return loadStatusHistory(ctx, StatusSubject.PORT_CALL, call.id);
   }
@@ -467,6 +477,7 @@ export class ServiceOrderResolver {
   }
 
   @FieldResolver(() => [StatusChange])
+  @RequiresScopes('read:service_orders')
   statusHistory(@Root() order: ServiceOrder, @Ctx() ctx: GatewayContext) {
     return loadStatusHistory(ctx, StatusSubject.SERVICE_ORDER, order.id);
   }
@@ -527,6 +538,7 @@ export class InvoiceResolver {
   }
 
   @FieldResolver(() => [StatusChange])
+  @RequiresScopes('read:invoices')
   statusHistory(@Root() invoice: Invoice, @Ctx() ctx: GatewayContext) {
     return loadStatusHistory(ctx, StatusSubject.INVOICE, invoice.id);
   }

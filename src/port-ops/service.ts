@@ -4,8 +4,21 @@ import type { Page } from '../gateway/connection.js';
 import type { Clock } from '../kernel/clock.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
-import { stageEvents, type EventDraft } from '../events/stage.js';
-import { actorOf, findOwned, findPage, tenant, type Deps } from './common.js';
+import type { EventDraft } from '../events/stage.js';
+import {
+  actorOf,
+  commit,
+  findOwned,
+  findOwnedSnapshot,
+  findPage,
+  guardedUpdate,
+  illegalMove,
+  lockPortCall,
+  recordChange,
+  tenant,
+  uniqueConflict,
+  type Deps,
+} from './common.js';
 import {
   AttachmentType,
   Document,
@@ -33,32 +46,6 @@ import {
   parseTimeZone,
   requireText,
 } from './validation.js';
-
-/** Runs a change in one transaction with its staged events, then publishes them after commit. */
-async function commit<T>(
-  deps: Deps,
-  change: (tx: EntityManager) => Promise<{ result: T; drafts: EventDraft[] }>,
-): Promise<T> {
-  const { result, events } = await deps.em.transactional(async (tx) => {
-    const { result, drafts } = await change(tx);
-    return { result, events: stageEvents(tx, deps.clock, drafts) };
-  });
-  await deps.events.publish(events);
-  return result;
-}
-
-function recordChange(
-  tx: EntityManager,
-  subjectType: StatusSubject,
-  subjectId: string,
-  from: string | null,
-  to: string,
-  at: Date,
-  actor: string,
-  recordedAt: Date,
-): void {
-  tx.persist(tx.create(StatusChange, { subjectType, subjectId, from, to, at, actor, recordedAt }));
-}
 
 // ---------------------------------------------------------------- reference data (admin-only writes)
 
@@ -152,6 +139,10 @@ const ACTUAL_OF: Partial<Record<PortCallStatus, 'ata' | 'atb' | 'atd'>> = {
   DEPARTED: 'atd',
 };
 
+/** A call that has departed or been cancelled takes no new work and no further changes. */
+export const isFinishedCall = (status: PortCallStatus): boolean =>
+  status === PortCallStatus.DEPARTED || status === PortCallStatus.CANCELLED;
+
 export interface PortCallInput {
   vesselImo: string;
   portLocode: string;
@@ -170,27 +161,21 @@ export interface PortCallPatch {
   etd?: Date | string | null;
 }
 
+const PATCHABLE = ['voyageReference', 'agent', 'eta', 'etb', 'etd'] as const;
+
 function checkEstimates(eta: Date, etb: Date | null, etd: Date | null): void {
   if (etb && etb < eta) throw badInput('etb', 'must not be before eta');
   if (etd && etd < (etb ?? eta)) throw badInput('etd', `must not be before ${etb ? 'etb' : 'eta'}`);
 }
 
-async function assertVoyageFree(
-  em: EntityManager,
-  accountId: string,
-  voyageReference: string,
-  exceptId?: string,
-): Promise<void> {
-  const clash = await em.findOne(PortCall, {
-    accountId,
-    voyageReference,
-    ...(exceptId ? { id: { $ne: exceptId } } : {}),
+/** The unique index (account, voyage reference) decides; this names the clash instead of a 500. */
+const voyageTaken = (error: unknown, voyageReference: string) =>
+  uniqueConflict(error, {
+    voyage_reference: () =>
+      conflict(`Voyage reference '${voyageReference}' is already used by another port call of this account`, {
+        field: 'voyageReference',
+      }),
   });
-  if (clash)
-    throw conflict(`Voyage reference '${voyageReference}' is already used by port call ${clash.id}`, {
-      field: 'voyageReference',
-    });
-}
 
 export function portCallSnapshot(call: PortCall, vessel: Vessel, port: Port): Record<string, unknown> {
   return {
@@ -220,7 +205,6 @@ export async function createPortCall(
   const vessel = await vesselByImo(deps.em, input.vesselImo);
   const port = await portByLocode(deps.em, input.portLocode);
   return commit(deps, async (tx) => {
-    await assertVoyageFree(tx, principal.accountId, voyageReference);
     const now = deps.clock.now();
     const call = tx.create(PortCall, {
       accountId: principal.accountId,
@@ -247,36 +231,71 @@ export async function createPortCall(
         },
       ],
     };
+  }).catch((error: unknown) => {
+    throw voyageTaken(error, voyageReference);
   });
 }
 
+/**
+ * Changes estimates, agent or voyage reference. An empty patch is a 400 (nothing to update);
+ * a patch that changes nothing writes nothing, so `updatedAt` moves only on a real change.
+ */
 export async function updatePortCall(
   deps: Deps,
   principal: Principal,
   id: string,
   patch: PortCallPatch,
 ): Promise<PortCall> {
-  const call = await findOwned(deps.em, PortCall, 'PortCall', principal, id);
-  if (call.status === PortCallStatus.DEPARTED || call.status === PortCallStatus.CANCELLED) {
-    throw conflict(`Port call ${id} is ${call.status} and can no longer be changed`, { status: call.status });
-  }
-  const eta = patch.eta === undefined ? call.eta : parseDate(patch.eta, 'eta');
-  if (!eta) throw badInput('eta', 'cannot be cleared');
-  const etb = patch.etb === undefined ? (call.etb ?? null) : parseDate(patch.etb, 'etb');
-  const etd = patch.etd === undefined ? (call.etd ?? null) : parseDate(patch.etd, 'etd');
-  checkEstimates(eta, etb, etd);
+  if (PATCHABLE.every((field) => patch[field] === undefined))
+    throw badInput('patch', `nothing to update; give at least one of ${PATCHABLE.join(', ')}`);
   const voyageReference =
     patch.voyageReference === undefined || patch.voyageReference === null
-      ? call.voyageReference
+      ? undefined
       : requireText(patch.voyageReference, 'voyageReference', 64);
-  const agent = patch.agent === undefined ? (call.agent ?? null) : optionalText(patch.agent, 'agent', 200);
-  if (voyageReference !== call.voyageReference)
-    await assertVoyageFree(deps.em, call.accountId, voyageReference, call.id);
-  Object.assign(call, { eta, etb, etd, voyageReference, agent, updatedAt: deps.clock.now() });
-  await deps.em.flush();
-  return call;
+  return deps.em
+    .transactional(async (tx) => {
+      const call = await findOwnedSnapshot(tx, PortCall, 'PortCall', principal, id);
+      if (isFinishedCall(call.status))
+        throw conflict(`Port call ${id} is ${call.status} and can no longer be changed`, {
+          status: call.status,
+        });
+      const eta = patch.eta === undefined ? call.eta : parseDate(patch.eta, 'eta');
+      if (!eta) throw badInput('eta', 'cannot be cleared');
+      const next = {
+        eta,
+        etb: patch.etb === undefined ? (call.etb ?? null) : parseDate(patch.etb, 'etb'),
+        etd: patch.etd === undefined ? (call.etd ?? null) : parseDate(patch.etd, 'etd'),
+        voyageReference: voyageReference ?? call.voyageReference,
+        agent: patch.agent === undefined ? (call.agent ?? null) : optionalText(patch.agent, 'agent', 200),
+      };
+      checkEstimates(next.eta, next.etb, next.etd);
+      const same = (a: unknown, b: unknown) =>
+        a instanceof Date || b instanceof Date
+          ? (a as Date | null)?.getTime() === (b as Date | null)?.getTime()
+          : a === b;
+      const changed = PATCHABLE.some((field) => !same(next[field], call[field] ?? null));
+      if (!changed) return call;
+      const values = { ...next, updatedAt: deps.clock.now() };
+      await guardedUpdate(
+        tx,
+        PortCall,
+        'Port call',
+        id,
+        { status: call.status, updatedAt: call.updatedAt },
+        values,
+      );
+      return Object.assign(call, values);
+    })
+    .catch((error: unknown) => {
+      throw voyageTaken(error, voyageReference ?? '');
+    });
 }
 
+/**
+ * Moves a call along its state machine. The read, the checks and the guarded write run in one
+ * transaction, so two concurrent moves cannot both succeed. Cancelling also cancels the call's
+ * REQUESTED and CONFIRMED service orders, and is refused while any order is IN_PROGRESS.
+ */
 export async function transitionPortCall(
   deps: Deps,
   principal: Principal,
@@ -285,40 +304,37 @@ export async function transitionPortCall(
   atInput?: Date | string | null,
 ): Promise<PortCall> {
   const target = parseEnum(PortCallStatus, to, 'status');
-  const call = await findOwned(deps.em, PortCall, 'PortCall', principal, id);
-  const from = call.status;
-  if (!PORT_CALL_TRANSITIONS[from].includes(target)) {
-    const allowed = PORT_CALL_TRANSITIONS[from];
-    throw conflict(
-      `Port call cannot go from ${from} to ${target}${allowed.length ? ` (from ${from} it may go to ${allowed.join(' or ')})` : ` (${from} is final)`}`,
-      { from, to: target, allowed },
-    );
-  }
-  const at = parseDate(atInput, 'at') ?? deps.clock.now();
-  if (at > deps.clock.now()) throw badInput('at', 'an actual time cannot be in the future');
-  const previous = call.atb ?? call.ata;
-  const field = ACTUAL_OF[target];
-  if (field && previous && at < previous)
-    throw badInput('at', `must not be before the previous actual time ${previous.toISOString()}`);
-  const [vessel, port] = await Promise.all([
-    deps.em.findOneOrFail(Vessel, call.vesselId),
-    deps.em.findOneOrFail(Port, call.portId),
-  ]);
+  const now = deps.clock.now();
+  const at = parseDate(atInput, 'at') ?? now;
+  if (at > now) throw badInput('at', 'an actual time cannot be in the future');
   const actor = actorOf(principal);
   return commit(deps, async (tx) => {
-    const managed = tx.merge(call);
-    managed.status = target;
-    if (field) managed[field] = at;
-    managed.updatedAt = deps.clock.now();
-    recordChange(tx, StatusSubject.PORT_CALL, call.id, from, target, at, actor, deps.clock.now());
+    const call = await findOwnedSnapshot(tx, PortCall, 'PortCall', principal, id);
+    const from = call.status;
+    if (!PORT_CALL_TRANSITIONS[from].includes(target))
+      throw illegalMove('Port call', from, target, PORT_CALL_TRANSITIONS[from]);
+    const field = ACTUAL_OF[target];
+    const previous = call.atb ?? call.ata;
+    if (field && previous && at < previous)
+      throw badInput('at', `must not be before the previous actual time ${previous.toISOString()}`);
+    const values = { status: target, ...(field ? { [field]: at } : {}), updatedAt: now };
+    // The call's row is locked from here on, so no order can be created or confirmed meanwhile.
+    await guardedUpdate(tx, PortCall, 'Port call', id, { status: from }, values);
+    recordChange(tx, StatusSubject.PORT_CALL, id, from, target, at, actor, now);
+    const orderDrafts =
+      target === PortCallStatus.CANCELLED ? await cancelOpenOrders(tx, call, now, actor) : [];
+    const [vessel, port] = await Promise.all([
+      tx.findOneOrFail(Vessel, call.vesselId),
+      tx.findOneOrFail(Port, call.portId),
+    ]);
     return {
-      result: managed,
+      result: Object.assign(call, values),
       drafts: [
         {
           type: 'port_call.status_changed',
           accountId: call.accountId,
           payload: {
-            portCallId: call.id,
+            portCallId: id,
             from,
             to: target,
             at: at.toISOString(),
@@ -327,32 +343,80 @@ export async function transitionPortCall(
             portLocode: port.locode,
           },
         },
+        ...orderDrafts,
       ],
     };
   });
 }
 
-/**
- * Deleting is for mistakes: a call that has service orders or documents has history worth
- * keeping and must be CANCELLED instead.
- */
-export async function deletePortCall(deps: Deps, principal: Principal, id: string): Promise<string> {
-  await findOwned(deps.em, PortCall, 'PortCall', principal, id);
-  const [orders, documents] = await Promise.all([
-    deps.em.count(ServiceOrder, { portCallId: id }),
-    deps.em.count(Document, { attachedType: AttachmentType.PORT_CALL, attachedId: id }),
-  ]);
-  if (orders > 0 || documents > 0) {
+/** Orders still to be worked when their call is cancelled: they are cancelled with it. */
+const CANCELLED_WITH_CALL: readonly ServiceOrderStatus[] = [
+  ServiceOrderStatus.REQUESTED,
+  ServiceOrderStatus.CONFIRMED,
+];
+
+async function cancelOpenOrders(
+  tx: EntityManager,
+  call: PortCall,
+  now: Date,
+  actor: string,
+): Promise<EventDraft[]> {
+  const orders = await tx.find(
+    ServiceOrder,
+    {
+      portCallId: call.id,
+      status: { $in: [...CANCELLED_WITH_CALL, ServiceOrderStatus.IN_PROGRESS] },
+    },
+    { disableIdentityMap: true, orderBy: { createdAt: 'asc', id: 'asc' } },
+  );
+  const working = orders.filter((o) => o.status === ServiceOrderStatus.IN_PROGRESS);
+  if (working.length) {
     throw conflict(
-      `Port call ${id} has ${orders} service order(s) and ${documents} document(s); cancel it instead of deleting it`,
-      { serviceOrders: orders, documents },
+      `Port call ${call.id} cannot be cancelled while service order(s) ${working.map((o) => o.id).join(', ')} are IN_PROGRESS; complete them first`,
+      { serviceOrders: working.map((o) => o.id) },
     );
   }
+  const drafts: EventDraft[] = [];
+  for (const order of orders)
+    drafts.push(await moveOrder(tx, order, ServiceOrderStatus.CANCELLED, now, actor));
+  return drafts;
+}
+
+/**
+ * Deleting is for mistakes: a call that has service orders or documents has history worth
+ * keeping and must be CANCELLED instead. The call is locked first, so an order or document
+ * created concurrently either sees it gone or is counted here.
+ */
+export async function deletePortCall(deps: Deps, principal: Principal, id: string): Promise<string> {
   await deps.em.transactional(async (tx) => {
+    await findOwnedSnapshot(tx, PortCall, 'PortCall', principal, id);
+    await lockPortCall(tx, id);
+    const [orders, documents] = await Promise.all([
+      tx.count(ServiceOrder, { portCallId: id }),
+      tx.count(Document, { attachedType: AttachmentType.PORT_CALL, attachedId: id }),
+    ]);
+    if (orders > 0 || documents > 0) {
+      throw conflict(
+        `Port call ${id} has ${orders} service order(s) and ${documents} document(s); cancel it instead of deleting it`,
+        { serviceOrders: orders, documents },
+      );
+    }
     await tx.nativeDelete(StatusChange, { subjectType: StatusSubject.PORT_CALL, subjectId: id });
     await tx.nativeDelete(PortCall, { id });
   });
   return id;
+}
+
+/** Locks the call for the rest of the transaction, then checks it still takes work. */
+async function lockOpenCall(
+  tx: EntityManager,
+  callId: string,
+  refusal: (status: PortCallStatus) => string,
+): Promise<PortCall> {
+  const call = await lockPortCall(tx, callId);
+  if (isFinishedCall(call.status))
+    throw conflict(refusal(call.status), { status: call.status, portCallId: callId });
+  return call;
 }
 
 export interface PortCallFilter {
@@ -476,6 +540,15 @@ export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, read
     REJECTED: [],
   };
 
+/**
+ * Moves that commit a vendor to work at the port: only while the call is neither DEPARTED nor
+ * CANCELLED. Finishing (COMPLETED) or dropping (CANCELLED, REJECTED) an order is always allowed.
+ */
+const NEEDS_OPEN_CALL: readonly ServiceOrderStatus[] = [
+  ServiceOrderStatus.CONFIRMED,
+  ServiceOrderStatus.IN_PROGRESS,
+];
+
 export interface ServiceOrderInput {
   portCallId: string;
   serviceType: ServiceType;
@@ -505,34 +578,32 @@ export async function createServiceOrder(
   const serviceType = parseEnum(ServiceType, input.serviceType, 'serviceType');
   const details = parseServiceDetails(serviceType, input.details);
   const requestedFor = parseDate(input.requestedFor, 'requestedFor');
-  const call = await findOwned(deps.em, PortCall, 'PortCall', principal, input.portCallId);
-  const vendor = await findOwned(deps.em, Vendor, 'Vendor', principal, input.vendorId);
-  if (call.status === PortCallStatus.DEPARTED || call.status === PortCallStatus.CANCELLED) {
-    throw conflict(
-      `Port call ${call.id} is ${call.status}; services can only be ordered for calls that have not departed or been cancelled`,
-      {
-        status: call.status,
-      },
-    );
-  }
-  const port = await deps.em.findOneOrFail(Port, call.portId);
-  if (!vendor.active)
-    throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
-  if (!vendor.services.includes(serviceType)) {
-    throw badInput(
-      'vendorId',
-      `vendor ${vendor.name} does not offer ${serviceType} (offers ${vendor.services.join(', ')})`,
-      { rule: 'VENDOR_SERVICE' },
-    );
-  }
-  if (!vendor.ports.includes(port.locode)) {
-    throw badInput(
-      'vendorId',
-      `vendor ${vendor.name} does not serve ${port.locode} (serves ${vendor.ports.join(', ')})`,
-      { rule: 'VENDOR_PORT' },
-    );
-  }
   return commit(deps, async (tx) => {
+    const found = await findOwned(tx, PortCall, 'PortCall', principal, input.portCallId);
+    const vendor = await findOwned(tx, Vendor, 'Vendor', principal, input.vendorId);
+    const call = await lockOpenCall(
+      tx,
+      found.id,
+      (status) =>
+        `Port call ${found.id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
+    );
+    const port = await tx.findOneOrFail(Port, call.portId);
+    if (!vendor.active)
+      throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
+    if (!vendor.services.includes(serviceType)) {
+      throw badInput(
+        'vendorId',
+        `vendor ${vendor.name} does not offer ${serviceType} (offers ${vendor.services.join(', ')})`,
+        { rule: 'VENDOR_SERVICE' },
+      );
+    }
+    if (!vendor.ports.includes(port.locode)) {
+      throw badInput(
+        'vendorId',
+        `vendor ${vendor.name} does not serve ${port.locode} (serves ${vendor.ports.join(', ')})`,
+        { rule: 'VENDOR_PORT' },
+      );
+    }
     const now = deps.clock.now();
     const order = tx.create(ServiceOrder, {
       accountId: call.accountId,
@@ -560,6 +631,37 @@ export async function createServiceOrder(
   });
 }
 
+/** One guarded order move inside a transaction: the write, its history row and its event. */
+async function moveOrder(
+  tx: EntityManager,
+  order: ServiceOrder,
+  to: ServiceOrderStatus,
+  now: Date,
+  actor: string,
+): Promise<EventDraft> {
+  const from = order.status;
+  const values = {
+    status: to,
+    updatedAt: now,
+    ...(to === ServiceOrderStatus.COMPLETED ? { completedAt: now } : {}),
+  };
+  await guardedUpdate(tx, ServiceOrder, 'Service order', order.id, { status: from }, values);
+  recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, from, to, now, actor, now);
+  Object.assign(order, values);
+  return {
+    type: 'service_order.status_changed',
+    accountId: order.accountId,
+    payload: {
+      serviceOrderId: order.id,
+      portCallId: order.portCallId,
+      from,
+      to,
+      at: now.toISOString(),
+      actor,
+    },
+  };
+}
+
 export async function transitionServiceOrder(
   deps: Deps,
   principal: Principal,
@@ -567,40 +669,21 @@ export async function transitionServiceOrder(
   to: ServiceOrderStatus,
 ): Promise<ServiceOrder> {
   const target = parseEnum(ServiceOrderStatus, to, 'status');
-  const order = await findOwned(deps.em, ServiceOrder, 'ServiceOrder', principal, id);
-  const from = order.status;
-  const allowed = SERVICE_ORDER_TRANSITIONS[from];
-  if (!allowed.includes(target)) {
-    throw conflict(
-      `Service order cannot go from ${from} to ${target}${allowed.length ? ` (from ${from} it may go to ${allowed.join(' or ')})` : ` (${from} is final)`}`,
-      { from, to: target, allowed },
-    );
-  }
   const actor = actorOf(principal);
   return commit(deps, async (tx) => {
-    const now = deps.clock.now();
-    const managed = tx.merge(order);
-    managed.status = target;
-    managed.updatedAt = now;
-    if (target === ServiceOrderStatus.COMPLETED) managed.completedAt = now;
-    recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, from, target, now, actor, now);
-    return {
-      result: managed,
-      drafts: [
-        {
-          type: 'service_order.status_changed',
-          accountId: order.accountId,
-          payload: {
-            serviceOrderId: order.id,
-            portCallId: order.portCallId,
-            from,
-            to: target,
-            at: now.toISOString(),
-            actor,
-          },
-        },
-      ],
-    };
+    const order = await findOwnedSnapshot(tx, ServiceOrder, 'ServiceOrder', principal, id);
+    const allowed = SERVICE_ORDER_TRANSITIONS[order.status];
+    if (!allowed.includes(target)) throw illegalMove('Service order', order.status, target, allowed);
+    if (NEEDS_OPEN_CALL.includes(target)) {
+      await lockOpenCall(
+        tx,
+        order.portCallId,
+        (status) =>
+          `Service order ${id} cannot go to ${target}: its port call ${order.portCallId} is ${status} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
+      );
+    }
+    const draft = await moveOrder(tx, order, target, deps.clock.now(), actor);
+    return { result: order, drafts: [draft] };
   });
 }
 

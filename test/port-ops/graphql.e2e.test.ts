@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/env.js';
 import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { portOpsState } from './state.js';
 
 describeEachDialect('port-ops over GraphQL', (dialect) => {
   let server: TestServer;
@@ -143,12 +144,14 @@ describeEachDialect('port-ops over GraphQL', (dialect) => {
     expect(off.body.active).toBe(false);
     const call = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&portLocode=SGSIN&limit=1', { key }))
       .body.data[0];
+    const before = await portOpsState(server);
     const order = await rest(server.url, '/v1/service-orders', {
       method: 'POST',
       key,
       body: { portCallId: call.id, serviceType: 'TOWAGE', vendorId: created.body.id, details: { tugs: 2 } },
     });
     expect(order.status).toBe(409);
-    expect(order.body.error.message).toMatch(/inactive/);
+    expect(order.body.error.message).toBe('Vendor Gull Towage is inactive and takes no new orders');
+    expect(await portOpsState(server)).toEqual(before);
   });
 });
