@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -9,12 +9,21 @@ import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/connection.js';
 import type { AppServices } from '../gateway/context.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
-import { AppError, badInput, notFound } from '../kernel/errors.js';
+import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
 import { isUuid } from '../accounts/service.js';
-import type { Principal } from '../kernel/principal.js';
+import type { Plan } from '../kernel/plans.js';
+import type { CredentialKind, Principal } from '../kernel/principal.js';
 import { stageEvents } from '../events/stage.js';
-import { findOwned, findPage, tenant, type Deps } from './common.js';
-import { AttachmentType, Document, DocumentKind, PortCall, ServiceOrder, Vessel } from './entities.js';
+import { actorOf, findOwned, findPage, lockPortCall, tenant, uniqueConflict, type Deps } from './common.js';
+import {
+  AttachmentType,
+  Document,
+  DocumentKind,
+  PortCall,
+  ServiceOrder,
+  UsedUploadToken,
+  Vessel,
+} from './entities.js';
 import { parseEnum, requireText } from './validation.js';
 
 /**
@@ -23,33 +32,109 @@ import { parseEnum, requireText } from './validation.js';
  * type-checked while it streams to a temp file, which is renamed into place only when complete.
  */
 
-const isText = (head: Buffer) => !head.includes(0) && isUtf8Prefix(head);
+/**
+ * What the bytes of each allowed type must look like. `head` sees the first SNIFF_BYTES (or the
+ * whole file when shorter); `body` sees every chunk as it streams; `file` sees the complete temp
+ * file before it is kept. A declared type whose bytes fail any check is refused (415).
+ */
+interface ContentRule {
+  head(head: Buffer): boolean;
+  body?(): { chunk(chunk: Buffer): boolean; end(): boolean };
+  file?(path: string, size: number): Promise<boolean>;
+}
 
-/** Declared content type → check of the first bytes (magic numbers; text must be NUL-free UTF-8). */
-export const CONTENT_TYPES: Readonly<Record<string, (head: Buffer) => boolean>> = {
-  'application/pdf': (h) => h.subarray(0, 5).toString('latin1') === '%PDF-',
-  'image/png': (h) => h.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
-  'image/jpeg': (h) => h[0] === 0xff && h[1] === 0xd8 && h[2] === 0xff,
-  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': (h) =>
-    h.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04])),
-  'text/plain': isText,
-  'text/csv': isText,
+/**
+ * Text that a browser or viewer would treat as something else must not pass as text/plain or
+ * text/csv: the WHATWG MIME-sniffing HTML/XML signatures (after an optional BOM and whitespace)
+ * and the PDF signature.
+ */
+const ACTIVE_CONTENT =
+  /^(?:\uFEFF)?[\t\n\f\r ]*(?:<(?:!doctype html|html|head|script|iframe|h1|div|font|table|a|style|title|b|body|br|p|svg|\?xml)[\t\n\f\r >]|<!--|%PDF-)/i;
+
+/** Text: valid UTF-8 from the first byte to the last, no NUL, and not HTML, XML or PDF in disguise. */
+const TEXT: ContentRule = {
+  head: (h) => !ACTIVE_CONTENT.test(h.toString('utf8')),
+  body() {
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    const valid = (decode: () => unknown) => {
+      try {
+        decode();
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    return {
+      chunk: (c) => !c.includes(0) && valid(() => decoder.decode(c, { stream: true })),
+      end: () => valid(() => decoder.decode()),
+    };
+  },
+};
+
+const ZIP_LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+
+/** xlsx: a ZIP whose central directory lists `[Content_Types].xml` and a workbook part under `xl/`. */
+const XLSX: ContentRule = {
+  head: (h) => h.subarray(0, 4).equals(ZIP_LOCAL_HEADER),
+  async file(path, size) {
+    const names = await zipEntryNames(path, size);
+    return names.includes('[Content_Types].xml') && names.some((n) => n.startsWith('xl/'));
+  },
+};
+
+/** Declared content type → what its bytes must look like (magic numbers, text rules, ZIP directory). */
+export const CONTENT_TYPES: Readonly<Record<string, ContentRule>> = {
+  'application/pdf': { head: (h) => h.subarray(0, 5).toString('latin1') === '%PDF-' },
+  'image/png': {
+    head: (h) => h.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+  },
+  'image/jpeg': { head: (h) => h[0] === 0xff && h[1] === 0xd8 && h[2] === 0xff },
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': XLSX,
+  'text/plain': TEXT,
+  'text/csv': TEXT,
 };
 
 /** Bytes looked at before deciding the type; more than every magic number. */
 const SNIFF_BYTES = 512;
 
-function isUtf8Prefix(head: Buffer): boolean {
-  // A multi-byte character may be cut at the end of the sniffed prefix; allow up to 3 trailing bytes.
-  for (let cut = 0; cut <= 3 && cut < head.length + 1; cut++) {
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(head.subarray(0, head.length - cut));
-      return true;
-    } catch {
-      /* try a shorter prefix */
+/**
+ * The entry names of a ZIP file's central directory, read from its end-of-central-directory
+ * record (within the last 64 KiB + 22 bytes). An unreadable directory yields no names.
+ */
+export async function zipEntryNames(path: string, size: number): Promise<string[]> {
+  const file = await open(path, 'r');
+  try {
+    const tailLength = Math.min(size, 0xffff + 22);
+    const tail = Buffer.alloc(tailLength);
+    await file.read(tail, 0, tailLength, size - tailLength);
+    let eocd = -1;
+    for (let i = tailLength - 22; i >= 0; i--) {
+      if (tail.readUInt32LE(i) === 0x06054b50) {
+        eocd = i;
+        break;
+      }
     }
+    if (eocd < 0) return [];
+    const entries = tail.readUInt16LE(eocd + 10);
+    const directorySize = tail.readUInt32LE(eocd + 12);
+    const directoryOffset = tail.readUInt32LE(eocd + 16);
+    if (directoryOffset + directorySize > size) return [];
+    const directory = Buffer.alloc(directorySize);
+    await file.read(directory, 0, directorySize, directoryOffset);
+    const names: string[] = [];
+    let at = 0;
+    for (let i = 0; i < entries && at + 46 <= directory.length; i++) {
+      if (directory.readUInt32LE(at) !== 0x02014b50) return [];
+      const nameLength = directory.readUInt16LE(at + 28);
+      const extraLength = directory.readUInt16LE(at + 30);
+      const commentLength = directory.readUInt16LE(at + 32);
+      names.push(directory.subarray(at + 46, at + 46 + nameLength).toString('utf8'));
+      at += 46 + nameLength + extraLength + commentLength;
+    }
+    return names;
+  } finally {
+    await file.close();
   }
-  return false;
 }
 
 export function parseContentType(raw: string | undefined): string {
@@ -143,6 +228,8 @@ export async function storeContent(
   const tmp = join(tmpDir, randomUUID());
   const out = createWriteStream(tmp, { flags: 'wx' });
   const hash = createHash('sha256');
+  const rule = CONTENT_TYPES[contentType]!;
+  const body = rule.body?.();
   let size = 0;
   let head = Buffer.alloc(0);
   let failure: AppError | undefined;
@@ -158,18 +245,19 @@ export async function storeContent(
       }
       if (head.length < SNIFF_BYTES) {
         head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
-        if (head.length >= SNIFF_BYTES && !CONTENT_TYPES[contentType]!(head))
-          failure = wrongContent(contentType);
+        if (head.length >= SNIFF_BYTES && !rule.head(head)) failure = wrongContent(contentType);
       }
+      if (!failure && body && !body.chunk(chunk)) failure = wrongContent(contentType);
       if (failure) continue;
       hash.update(chunk);
       if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
     }
     if (!failure && size === 0) failure = badInput('file', 'is empty');
-    if (!failure && head.length < SNIFF_BYTES && !CONTENT_TYPES[contentType]!(head))
-      failure = wrongContent(contentType);
+    if (!failure && head.length < SNIFF_BYTES && !rule.head(head)) failure = wrongContent(contentType);
+    if (!failure && body && !body.end()) failure = wrongContent(contentType);
     out.end();
     await finished(out);
+    if (!failure && rule.file && !(await rule.file(tmp, size))) failure = wrongContent(contentType);
     if (failure) throw failure;
     const sha256 = hash.digest('hex');
     const target = contentPath(dir, sha256);
@@ -191,28 +279,57 @@ export async function storeContent(
 function wrongContent(contentType: string): AppError {
   return new AppError(
     'UNSUPPORTED_MEDIA_TYPE',
-    `The content does not look like ${contentType} (its first bytes do not match)`,
+    `The content does not look like ${contentType} (its bytes do not match the declared type)`,
     { field: 'file', contentType },
   );
 }
 
-/** Records the stored content; if the database write fails, new content is removed again. */
+/** A signed upload URL being redeemed: its id is recorded with the document, so it works once. */
+export interface UploadTokenUse {
+  id: string;
+  expiresAt: Date;
+}
+
+const tokenReplayed = () =>
+  conflict('This upload URL has already been used; ask createDocumentUpload for a new one', {
+    reason: 'UPLOAD_URL_USED',
+  });
+
+/**
+ * Records the stored content in one transaction (the document, its event and, for a signed URL,
+ * the used token id). If that fails, content this upload created is removed again unless a
+ * committed document shares it (a concurrent identical upload that won).
+ */
 export async function createDocument(
   deps: Deps & { documentsDir: string },
   uploadedBy: string,
   meta: DocumentMeta & { accountId: string },
   stored: StoredContent,
+  token?: UploadTokenUse,
 ): Promise<Document> {
   try {
     const { document, events } = await deps.em.transactional(async (tx) => {
+      const now = deps.clock.now();
+      // The call cannot be deleted while its document is being recorded.
+      if (meta.attachedType === AttachmentType.PORT_CALL) await lockPortCall(tx, meta.attachedId);
       const document = tx.create(Document, {
         ...meta,
         sha256: stored.sha256,
         sizeBytes: stored.sizeBytes,
         uploadedBy,
-        createdAt: deps.clock.now(),
+        createdAt: now,
       });
-      tx.persist(document);
+      if (token) {
+        // The document row first: the token row refers to it.
+        await tx.persist(document).flush();
+        await tx.nativeDelete(UsedUploadToken, { expiresAt: { $lt: now } });
+        await tx.insert(UsedUploadToken, {
+          id: token.id,
+          documentId: document.id,
+          expiresAt: token.expiresAt,
+          usedAt: now,
+        });
+      } else tx.persist(document);
       const events = stageEvents(tx, deps.clock, [
         {
           type: 'document.uploaded',
@@ -232,9 +349,16 @@ export async function createDocument(
     await deps.events.publish(events);
     return document;
   } catch (error) {
-    if (stored.created) await rm(contentPath(deps.documentsDir, stored.sha256), { force: true });
-    throw error;
+    // A unique violation on a token id waits for the winner to commit, so this count sees it.
+    if (stored.created && (await deps.em.fork().count(Document, { sha256: stored.sha256 })) === 0)
+      await rm(contentPath(deps.documentsDir, stored.sha256), { force: true });
+    throw uniqueConflict(error, { document_upload_tokens: tokenReplayed });
   }
+}
+
+/** Refuses a signed URL that has already created its document, before any byte is stored. */
+export async function assertUploadUnused(em: EntityManager, tokenId: string): Promise<void> {
+  if (await em.count(UsedUploadToken, { id: tokenId })) throw tokenReplayed();
 }
 
 export interface DocumentFilter {
@@ -261,17 +385,48 @@ export async function listDocuments(
 
 export const UPLOAD_URL_TTL_MS = 15 * 60 * 1000;
 
-interface UploadClaims extends DocumentMeta {
+/**
+ * What a signed upload URL carries: the checked metadata, a token id (single use), its expiry,
+ * and who made it, so the PUT is attributed to and counted against that credential.
+ */
+export interface UploadClaims extends DocumentMeta {
+  jti: string;
   accountId: string;
   uploadedBy: string;
   exp: number;
+  creator: { accountId: string; plan: Plan; kind: CredentialKind; id: string };
+}
+
+/** The creator of a signed URL as a principal for admission (rate limits); it carries no scopes. */
+export function creatorPrincipal(claims: UploadClaims): Principal {
+  const { accountId, plan, kind, id } = claims.creator;
+  return { accountId, plan, scopes: new Set(), credential: { kind, id } };
+}
+
+/** The claims a signed URL gets for a checked upload by this principal. */
+export function uploadClaims(
+  principal: Principal,
+  meta: DocumentMeta & { accountId: string },
+  expiresAt: Date,
+): UploadClaims {
+  return {
+    ...meta,
+    jti: randomUUID(),
+    uploadedBy: actorOf(principal),
+    exp: expiresAt.getTime(),
+    creator: {
+      accountId: principal.accountId,
+      plan: principal.plan,
+      kind: principal.credential.kind,
+      id: principal.credential.id,
+    },
+  };
 }
 
 function sign(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body).digest('base64url');
 }
 
-/** `<base64url(claims)>.<HMAC-SHA256>`: the URL itself is the credential, for 15 minutes, for this one target. */
 /** The HMAC key of upload URLs: DOCUMENT_UPLOAD_SECRET, else derived from the master key (same in every process). */
 export function uploadSecret(services: AppServices): string {
   return (
@@ -280,6 +435,7 @@ export function uploadSecret(services: AppServices): string {
   );
 }
 
+/** `<base64url(claims)>.<HMAC-SHA256>`: the URL itself is the credential, once, for 15 minutes, for this one target. */
 export function signUpload(secret: string, claims: UploadClaims): string {
   const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
   return `${body}.${sign(secret, body)}`;
@@ -293,4 +449,18 @@ export function verifyUpload(secret: string, token: string, now: Date): UploadCl
   if (claims.exp < now.getTime())
     throw new AppError('UNAUTHENTICATED', 'The upload URL has expired; ask for a new one');
   return claims;
+}
+
+/**
+ * `Content-Disposition: attachment` for any stored file name: an ASCII fallback `filename` for
+ * old clients and the exact name as RFC 8187 `filename*` (RFC 6266). Node refuses header values
+ * outside Latin-1, so the raw name can never go into the header as it is.
+ */
+export function contentDisposition(fileName: string): string {
+  const fallback = fileName.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }

@@ -6,8 +6,11 @@ import { authorizeField } from '../gateway/rest.js';
 import { badInput } from '../kernel/errors.js';
 import { actorOf, findOwned } from './common.js';
 import {
+  assertUploadUnused,
+  contentDisposition,
   contentPath,
   createDocument,
+  creatorPrincipal,
   prepareDocument,
   storeContent,
   uploadSecret,
@@ -22,6 +25,19 @@ import { Document } from './entities.js';
  */
 
 const UPLOAD_AUDIT = { audit: 'POST /v1/documents' };
+/** The schema field whose access rule and budget document uploads apply. */
+const UPLOAD_FIELD = 'Mutation.createDocumentUpload';
+
+/** Fastify's request log entry with the query string's `token` value replaced. */
+export function redactedRequest(request: FastifyRequest): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: request.url.replace(/([?&]token=)[^&#]*/g, '$1[REDACTED]'),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
 
 export async function registerDocumentRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   const deps = () => ({
@@ -41,7 +57,7 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
 
     /** Multipart: fields kind, attachedType, attachedId (before the file), then one `file` part. */
     const upload = async (request: FastifyRequest, reply: FastifyReply) => {
-      const principal = await authorizeField(services, request, reply, 'Mutation.createDocumentUpload');
+      const principal = await authorizeField(services, request, reply, UPLOAD_FIELD);
       if (!request.isMultipart())
         throw badInput(
           'body',
@@ -78,7 +94,11 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
       scope.post(`${prefix}/v1/documents`, { config: UPLOAD_AUDIT }, upload);
       scope.put(
         `${prefix}/v1/documents/uploads`,
-        { config: { audit: 'PUT /v1/documents/uploads' } },
+        {
+          config: { audit: 'PUT /v1/documents/uploads' },
+          // The token in the query string is a credential: it must not reach the request log.
+          logSerializers: { req: redactedRequest },
+        },
         async (request, reply) => {
           // The signed URL is the credential: createDocumentUpload already applied write:documents.
           const claims = verifyUpload(
@@ -87,21 +107,35 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
             services.clock.now(),
           );
           const declared = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-          if (declared !== claims.contentType) {
+          const refuse = (error: unknown) => {
             request.raw.resume();
-            throw badInput(
-              'content-type',
-              `must be ${claims.contentType}, as declared when the upload URL was made (got '${declared || '(none)'}')`,
+            throw error;
+          };
+          if (declared !== claims.contentType) {
+            refuse(
+              badInput(
+                'content-type',
+                `must be ${claims.contentType}, as declared when the upload URL was made (got '${declared || '(none)'}')`,
+              ),
             );
           }
+          await assertUploadUnused(services.db.em(), claims.jti).catch(refuse);
+          // The PUT is the creator's request: it spends that credential's port-operations budget.
+          const admitted = await services.admission
+            .admit(creatorPrincipal(claims), services.policy.fieldRequirements(UPLOAD_FIELD))
+            .catch(refuse);
+          reply.headers(admitted.headers);
           const stored = await storeContent(
             services.config.documentsDir,
             services.config.documentMaxBytes,
             claims.contentType,
             request.raw,
           );
-          const { exp: _exp, uploadedBy, ...meta } = claims;
-          const document = await createDocument(deps(), uploadedBy, meta, stored);
+          const { exp, jti, uploadedBy, creator: _creator, ...meta } = claims;
+          const document = await createDocument(deps(), uploadedBy, meta, stored, {
+            id: jti,
+            expiresAt: new Date(exp),
+          });
           return reply.code(201).send(documentJson(document));
         },
       );
@@ -120,7 +154,7 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
           reply
             .header('content-type', document.contentType)
             .header('content-length', String(document.sizeBytes))
-            .header('content-disposition', `attachment; filename="${document.fileName}"`)
+            .header('content-disposition', contentDisposition(document.fileName))
             .header('etag', `"${document.sha256}"`)
             .header('x-content-type-options', 'nosniff');
           return reply.send(createReadStream(contentPath(services.config.documentsDir, document.sha256)));

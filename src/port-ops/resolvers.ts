@@ -18,8 +18,15 @@ import { JSONObjectResolver as JSONObject } from 'graphql-scalars';
 import { Connection } from '../gateway/connection.js';
 import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
 import { RequiresScopes } from '../gateway/directives.js';
-import { actorOf, findOwnedOrNull, findPage, type Deps } from './common.js';
-import { listDocuments, prepareDocument, signUpload, uploadSecret, UPLOAD_URL_TTL_MS } from './documents.js';
+import { findOwnedOrNull, findPage, type Deps } from './common.js';
+import {
+  listDocuments,
+  prepareDocument,
+  signUpload,
+  uploadClaims,
+  uploadSecret,
+  UPLOAD_URL_TTL_MS,
+} from './documents.js';
 import {
   AttachmentType,
   Document,
@@ -601,7 +608,7 @@ export class DocumentResolver {
 
   @Mutation(() => DocumentUpload, {
     description:
-      'Checks the metadata and target, then returns a signed upload URL valid for 15 minutes. The multipart POST /v1/documents applies this same rule.',
+      "Checks the metadata and target, then returns a signed upload URL, valid once for 15 minutes; the PUT counts against this credential's port-operations rate limit. The multipart POST /v1/documents applies this same rule.",
   })
   @RequiresScopes('write:documents')
   async createDocumentUpload(
@@ -611,11 +618,7 @@ export class DocumentResolver {
     const principal = requirePrincipal(ctx);
     const meta = await prepareDocument(ctx.em, principal, input);
     const expiresAt = new Date(ctx.services.clock.now().getTime() + UPLOAD_URL_TTL_MS);
-    const token = signUpload(uploadSecret(ctx.services), {
-      ...meta,
-      uploadedBy: actorOf(principal),
-      exp: expiresAt.getTime(),
-    });
+    const token = signUpload(uploadSecret(ctx.services), uploadClaims(principal, meta, expiresAt));
     return {
       uploadUrl: `/v1/documents/uploads?token=${token}`,
       method: 'PUT',

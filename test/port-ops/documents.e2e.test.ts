@@ -1,19 +1,52 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ManualClock } from '../../src/kernel/clock.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { filesUnder, portOpsState } from './state.js';
 
 const MAX = 4096;
 const PDF = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(600, 0x41)]);
 
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => join(e.parentPath, e.name));
+const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+
+/** A stored (uncompressed) ZIP with these entries: enough structure for the xlsx check. */
+function zip(entries: Record<string, string>): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const [name, text] of Object.entries(entries)) {
+    const nameBytes = Buffer.from(name);
+    const data = Buffer.from(text);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt32LE(data.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(nameBytes.length, 26);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4);
+    central.writeUInt16LE(20, 6);
+    central.writeUInt32LE(data.length, 20);
+    central.writeUInt32LE(data.length, 24);
+    central.writeUInt16LE(nameBytes.length, 28);
+    central.writeUInt32LE(offset, 42);
+    locals.push(local, nameBytes, data);
+    centrals.push(central, nameBytes);
+    offset += 30 + nameBytes.length + data.length;
+  }
+  const directory = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(Object.keys(entries).length, 8);
+  end.writeUInt16LE(Object.keys(entries).length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, directory, end]);
 }
 
 describeEachDialect('port-ops documents', (dialect) => {
@@ -24,7 +57,12 @@ describeEachDialect('port-ops documents', (dialect) => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tidegate-docs-'));
-    server = await startTestServer({ dialect, env: { DOCUMENTS_DIR: dir, DOCUMENT_MAX_BYTES: String(MAX) } });
+    // A clock that stands still keeps every request in one rate-limit window (the upload budget test).
+    server = await startTestServer({
+      dialect,
+      clock: new ManualClock(new Date()),
+      env: { DOCUMENTS_DIR: dir, DOCUMENT_MAX_BYTES: String(MAX) },
+    });
     key = server.key('INSTITUTIONAL');
     portCallId = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=1', { key })).body.data[0].id;
   });
@@ -108,7 +146,7 @@ describeEachDialect('port-ops documents', (dialect) => {
       headers: { 'content-type': 'text/csv' },
       body: text,
     });
-    expect(put.status).toBe(201);
+    expect(put.status, await put.clone().text()).toBe(201);
     expect(await put.json()).toMatchObject({
       fileName: 'qty.csv',
       sizeBytes: text.length,
@@ -116,12 +154,148 @@ describeEachDialect('port-ops documents', (dialect) => {
     });
 
     const tampered = ticket.uploadUrl.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
+    const before = await portOpsState(server);
     const bad = await fetch(`${server.url}${tampered}`, {
       method: 'PUT',
       headers: { 'content-type': 'text/csv' },
-      body: text,
+      body: Buffer.from('quantity,unit\n900,MT\n'),
     });
     expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toBe(
+      'The upload URL is invalid',
+    );
+    expect(await portOpsState(server)).toEqual(before);
+  });
+
+  const uploadTicket = async (fileName: string, contentType: string) => {
+    const res = await gql(
+      server.url,
+      'mutation($input: DocumentUploadInput!) { createDocumentUpload(input: $input) { uploadUrl } }',
+      {
+        key,
+        variables: {
+          input: { kind: 'OTHER', attachedType: 'PORT_CALL', attachedId: portCallId, fileName, contentType },
+        },
+      },
+    );
+    expect(res.body.errors).toBeUndefined();
+    return {
+      url: `${server.url}${(res.body.data!.createDocumentUpload as { uploadUrl: string }).uploadUrl}`,
+      remaining: Number(res.headers.get('x-ratelimit-remaining')),
+    };
+  };
+  const put = (url: string, body: Buffer | string, type = 'text/plain') =>
+    fetch(url, { method: 'PUT', headers: { 'content-type': type }, body });
+
+  it('a signed upload URL works once: a replay is 409 and writes nothing, even when replays race', async () => {
+    const { url } = await uploadTicket('once.txt', 'text/plain');
+    expect((await put(url, 'first\n')).status).toBe(201);
+    const before = await portOpsState(server);
+    const replay = await put(url, 'second\n');
+    expect(replay.status).toBe(409);
+    expect(((await replay.json()) as { error: { message: string } }).error.message).toMatch(
+      /This upload URL has already been used/,
+    );
+    expect(await portOpsState(server)).toEqual(before);
+
+    const race = await uploadTicket('race.txt', 'text/plain');
+    const results = await Promise.all(
+      ['one\n', 'two\n', 'three\n'].map((body) => put(race.url, body).then((r) => r.status)),
+    );
+    expect(results.sort()).toEqual([201, 409, 409]);
+    const listed = await rest(server.url, `/v1/documents?attachedId=${portCallId}&limit=100`, { key });
+    expect(listed.body.data.filter((d: { fileName: string }) => d.fileName === 'race.txt')).toHaveLength(1);
+    // Only the winner's content is kept; a losing upload removed what it stored.
+    const everything = await rest(server.url, '/v1/documents?limit=100', { key });
+    const shas = everything.body.data.map((d: { sha256: string }) => d.sha256);
+    for (const entry of filesUnder(dir).filter((f) => !f.startsWith('tmp'))) {
+      expect(shas).toContain(entry.split(/[/:]/)[1]);
+    }
+  });
+
+  it("the PUT counts against the URL creator's port-operations rate limit", async () => {
+    const { url, remaining } = await uploadTicket('budget.txt', 'text/plain');
+    const res = await put(url, 'counted\n');
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-ratelimit-limit')).toBe(String(server.config.portOpsPerMinute));
+    expect(Number(res.headers.get('x-ratelimit-remaining'))).toBe(remaining - 1);
+  });
+
+  it('downloads a file whose name is outside Latin-1 with an ASCII fallback and an RFC 8187 filename*', async () => {
+    for (const name of ['Läufer€.pdf', '航海日志 "BDN".pdf']) {
+      const res = await upload(
+        form(
+          { kind: 'OTHER', attachedType: 'PORT_CALL', attachedId: portCallId },
+          PDF,
+          'application/pdf',
+          name,
+        ),
+      );
+      expect(res.status).toBe(201);
+      const doc = (await res.json()) as { id: string; fileName: string };
+      const download = await fetch(`${server.url}/v1/documents/${doc.id}/content`, {
+        headers: { 'x-api-key': key },
+      });
+      expect(download.status).toBe(200);
+      const disposition = download.headers.get('content-disposition')!;
+      const match = /^attachment; filename="([\x20-\x7e]*)"; filename\*=UTF-8''([A-Za-z0-9%!._~-]+)$/.exec(
+        disposition,
+      );
+      expect(match, disposition).not.toBeNull();
+      expect(match![1]).not.toMatch(/["\\]/);
+      expect(decodeURIComponent(match![2]!)).toBe(doc.fileName);
+      expect(Buffer.from(await download.arrayBuffer()).equals(PDF)).toBe(true);
+    }
+  });
+
+  it('text must be UTF-8 without NUL and not HTML, XML or PDF in disguise; xlsx must be a workbook ZIP → 415, nothing written', async () => {
+    const before = await portOpsState(server);
+    const refused = async (bytes: Buffer | string, type: string, name: string) => {
+      const res = await upload(
+        form(
+          { kind: 'OTHER', attachedType: 'PORT_CALL', attachedId: portCallId },
+          Buffer.from(bytes),
+          type,
+          name,
+        ),
+      );
+      expect(res.status, name).toBe(415);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+        `The content does not look like ${type} (its bytes do not match the declared type)`,
+      );
+    };
+    await refused('<!DOCTYPE html><html><script>alert(1)</script></html>', 'text/plain', 'page.txt');
+    await refused('\uFEFF  <svg onload="alert(1)">', 'text/plain', 'icon.txt');
+    await refused('<?xml version="1.0"?><x/>', 'text/csv', 'data.csv');
+    await refused(PDF, 'text/plain', 'doc.txt');
+    await refused(
+      Buffer.concat([Buffer.alloc(600, 0x41), Buffer.from([0xc3, 0x28])]),
+      'text/plain',
+      'late.txt',
+    );
+    await refused(Buffer.concat([Buffer.alloc(600, 0x41), Buffer.from([0x00])]), 'text/csv', 'nul.csv');
+    await refused(zip({ 'readme.txt': 'not a workbook' }), XLSX, 'any.xlsx');
+    await refused(Buffer.from('PK\x03\x04 truncated'), XLSX, 'cut.xlsx');
+    expect(await portOpsState(server)).toEqual(before);
+
+    const workbook = await upload(
+      form(
+        { kind: 'OTHER', attachedType: 'PORT_CALL', attachedId: portCallId },
+        zip({ '[Content_Types].xml': '<Types/>', 'xl/workbook.xml': '<workbook/>' }),
+        XLSX,
+        'book.xlsx',
+      ),
+    );
+    expect(workbook.status).toBe(201);
+    const plain = await upload(
+      form(
+        { kind: 'OTHER', attachedType: 'PORT_CALL', attachedId: portCallId },
+        Buffer.from('Läufer € 500 MT <b>not at the start</b>\n'),
+        'text/plain',
+        'note.txt',
+      ),
+    );
+    expect(plain.status).toBe(201);
   });
 
   it('oversize → 413 with nothing on disk or in the database', async () => {

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql, rest } from '../helpers/server.js';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/*
+ * The request log is the real process's stdout (pino at info level), so this test runs the
+ * real entry point and reads what an operator would see.
+ */
+describe('signed upload URLs stay out of the request log', () => {
+  let dir: string;
+  let child: ChildProcess;
+  let output = '';
+  let url: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tidegate-uplog-'));
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: join(dir, 'db.sqlite'),
+        DOCUMENTS_DIR: join(dir, 'documents'),
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (d) => (output += d));
+    child.stderr!.on('data', (d) => (output += d));
+    for (let i = 0; i < 300 && !/listening on/.test(output); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    if (!/listening on/.test(output)) throw new Error(`server did not start:\n${output}`);
+  }, 60_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('logs the PUT with the token redacted, whether it succeeds or is refused', async () => {
+    const key = /Institutional\s+account \S+\s+API key (\S+)/.exec(output)?.[1];
+    expect(key, output).toBeTruthy();
+    const call = (await rest(url, '/v1/port-calls?status=SCHEDULED&limit=1', { key })).body.data[0];
+    const ticket = await gql(
+      url,
+      'mutation($input: DocumentUploadInput!) { createDocumentUpload(input: $input) { uploadUrl } }',
+      {
+        key,
+        variables: {
+          input: {
+            kind: 'OTHER',
+            attachedType: 'PORT_CALL',
+            attachedId: call.id,
+            fileName: 'log.txt',
+            contentType: 'text/plain',
+          },
+        },
+      },
+    );
+    const uploadUrl = (ticket.body.data!.createDocumentUpload as { uploadUrl: string }).uploadUrl;
+    const token = new URL(uploadUrl, url).searchParams.get('token')!;
+    const put = (path: string) =>
+      fetch(`${url}${path}`, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'hello\n' });
+    expect((await put(uploadUrl)).status).toBe(201);
+    expect((await put(uploadUrl)).status).toBe(409);
+    expect((await put(`/api${uploadUrl}`)).status).toBe(409);
+
+    // Log lines are written asynchronously; wait until the last request's line is there.
+    for (let i = 0; i < 100 && (output.match(/token=\[REDACTED\]/g) ?? []).length < 3; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect((output.match(/"url":"\/(api\/)?v1\/documents\/uploads\?token=\[REDACTED\]"/g) ?? []).length).toBe(
+      3,
+    );
+    expect(output).not.toContain(token);
+    expect(output).not.toContain(token.split('.')[1]!);
+  });
+});
