@@ -1,12 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityName } from '@mikro-orm/core';
 import { Account } from '../accounts/entities.js';
 import { DAY, HOUR, type Clock } from '../kernel/clock.js';
-import { mulberry32 } from '../kernel/random.js';
+import { mulberry32, seededUuid } from '../kernel/random.js';
 import {
   FuelType,
   Invoice,
+  InvoiceOrderLink,
   InvoiceStatus,
   Port,
   PortCall,
@@ -179,27 +179,37 @@ async function insertBulk<T extends object>(
   for (let i = 0; i < rows.length; i += 400) await em.insertMany(entity, rows.slice(i, i + 400) as never);
 }
 
+/** Seeds of the demo data and of its ids: two streams, so ids never shift the generated history. */
+export const DEMO_SEED = 20261122;
+const ID_SEED = 20261123;
+
 /**
  * Deterministic demo port operations: shared ports and vessels, and for the Institutional
  * account vendors, ~2 years of port calls (with ATA/ATB/ATD and status history), service
- * orders and monthly vendor invoices, ending a month ahead of the clock. Bulk inserts only.
+ * orders and monthly vendor invoices, with calls planned up to a month ahead of the clock.
+ * Given the same clock, every run produces the same rows and ids. Nothing is dated after the
+ * clock except planned times (ETA/ETB/ETD, requestedFor, due dates). Bulk inserts only.
  */
 export async function seedPortOpsDemo(em: EntityManager, services: { clock: Clock }): Promise<void> {
-  const random = mulberry32(20261122);
+  const random = mulberry32(DEMO_SEED);
+  const idStream = mulberry32(ID_SEED);
+  const newId = () => seededUuid(idStream);
   const between = (lo: number, hi: number) => lo + (hi - lo) * random();
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const now = services.clock.now();
   const nowMs = now.getTime();
+  /** A record time: `ms` if it has passed, else a time between `floor` and now (when it would have been recorded). */
+  const past = (ms: number, floor: number) => new Date(ms <= nowMs ? ms : floor + (nowMs - floor) * random());
 
   const ports = DEMO_PORTS.map(({ congestionHours: _, ...p }) => ({
-    id: randomUUID(),
+    id: newId(),
     ...p,
     country: p.locode.slice(0, 2),
     createdAt: now,
   }));
   await insertBulk(em, Port, ports);
 
-  const vessels: Vessel[] = DEMO_VESSELS.map((v) => ({ ...v, id: randomUUID(), createdAt: now }));
+  const vessels: Vessel[] = DEMO_VESSELS.map((v) => ({ ...v, id: newId(), createdAt: now }));
   const usedImos = new Set(vessels.map((v) => v.imo));
   while (vessels.length < 36) {
     const imo = imoWithCheckDigit(String(Math.floor(between(910_000, 990_000))));
@@ -208,7 +218,7 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
     const spec = pick(TYPES);
     const grossTonnage = Math.round(between(...spec.gt));
     vessels.push({
-      id: randomUUID(),
+      id: newId(),
       imo,
       name: `${pick(NAME_A)} ${pick(NAME_B)}`,
       flag: pick(FLAGS),
@@ -232,7 +242,7 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
       const extra =
         role.services[0] === ServiceType.BUNKERING ? [DEMO_PORTS[(p + 1) % DEMO_PORTS.length]!.locode] : [];
       vendors.push({
-        id: randomUUID(),
+        id: newId(),
         accountId,
         name: `${VENDOR_NAMES[(p + r) % VENDOR_NAMES.length]} ${role.suffix} ${port.name}`,
         services: role.services,
@@ -257,7 +267,7 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
   const orders: ServiceOrder[] = [];
   const changes: StatusChange[] = [];
   const change = (subjectType: StatusSubject, subjectId: string, from: string | null, to: string, at: Date) =>
-    changes.push({ id: randomUUID(), subjectType, subjectId, from, to, at, actor: 'system', recordedAt: at });
+    changes.push({ id: newId(), subjectType, subjectId, from, to, at, actor: 'system', recordedAt: at });
   const hour = (ms: number) => new Date(Math.round(ms / HOUR) * HOUR);
   const start = nowMs - 730 * DAY;
 
@@ -279,8 +289,10 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
       const ata = hour(eta.getTime() + between(-4, 8) * HOUR);
       const atb = hour(ata.getTime() + wait);
       const atd = hour(atb.getTime() + berth);
+      // Planned two weeks ahead; a call planned less than that ahead of now was entered recently.
+      const enteredAt = past(eta.getTime() - 14 * DAY, nowMs - 14 * DAY);
       const call: PortCall = {
-        id: randomUUID(),
+        id: newId(),
         accountId,
         vesselId: vessel.id,
         portId: port.id,
@@ -293,19 +305,21 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
         ata: null,
         atb: null,
         atd: null,
-        createdAt: new Date(eta.getTime() - 14 * DAY),
-        updatedAt: eta,
+        createdAt: enteredAt,
+        updatedAt: enteredAt,
       };
       change(StatusSubject.PORT_CALL, call.id, null, PortCallStatus.SCHEDULED, call.createdAt);
       const cancelled = random() < 0.04;
+      const cancelledAt = new Date(eta.getTime() - DAY);
       if (cancelled && eta.getTime() < nowMs) {
         call.status = PortCallStatus.CANCELLED;
+        call.updatedAt = cancelledAt;
         change(
           StatusSubject.PORT_CALL,
           call.id,
           PortCallStatus.SCHEDULED,
           PortCallStatus.CANCELLED,
-          new Date(eta.getTime() - DAY),
+          cancelledAt,
         );
       } else {
         let from = PortCallStatus.SCHEDULED;
@@ -359,8 +373,9 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
                       ? { surveyType: 'Bunker quantity survey' }
                       : { movement: 'INBOUND' };
         const requestedFor = hour(etb.getTime() + between(0, 12) * HOUR);
+        const orderedAt = past(call.createdAt.getTime() + between(1, 7) * DAY, call.createdAt.getTime());
         const order: ServiceOrder = {
-          id: randomUUID(),
+          id: newId(),
           accountId,
           portCallId: call.id,
           vendorId: vendor.id,
@@ -369,8 +384,8 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
           status: ServiceOrderStatus.REQUESTED,
           requestedFor,
           completedAt: null,
-          createdAt: new Date(call.createdAt.getTime() + between(1, 7) * DAY),
-          updatedAt: new Date(call.createdAt.getTime() + between(1, 7) * DAY),
+          createdAt: orderedAt,
+          updatedAt: orderedAt,
         };
         change(StatusSubject.SERVICE_ORDER, order.id, null, ServiceOrderStatus.REQUESTED, order.createdAt);
         const path: ServiceOrderStatus[] =
@@ -386,18 +401,21 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
                     ServiceOrderStatus.COMPLETED,
                   ];
         const late = random() > vendor.reliability;
-        const completedAt = hour(requestedFor.getTime() + (late ? between(3, 30) : between(-2, 2)) * HOUR);
-        const times = [
-          order.createdAt.getTime() + DAY,
-          requestedFor.getTime() - 2 * HOUR,
-          completedAt.getTime(),
-        ];
+        // Each step no earlier than the one before; a cancelled call cancels its orders with it.
+        const confirmedAt = order.createdAt.getTime() + DAY;
+        const startedAt = Math.max(requestedFor.getTime() - 2 * HOUR, confirmedAt);
+        const completedAt = hour(
+          Math.max(requestedFor.getTime() + (late ? between(3, 30) : between(-2, 2)) * HOUR, startedAt),
+        );
+        const times = [confirmedAt, startedAt, completedAt.getTime()];
         let from: ServiceOrderStatus = ServiceOrderStatus.REQUESTED;
         path.forEach((status, i) => {
           const at =
-            status === ServiceOrderStatus.CANCELLED || status === ServiceOrderStatus.REJECTED
-              ? order.createdAt.getTime() + DAY
-              : times[i]!;
+            call.status === PortCallStatus.CANCELLED
+              ? cancelledAt.getTime()
+              : status === ServiceOrderStatus.CANCELLED || status === ServiceOrderStatus.REJECTED
+                ? confirmedAt
+                : times[i]!;
           if (at > nowMs) return;
           if (from !== order.status) return;
           order.status = status;
@@ -420,6 +438,7 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
     byVendorMonth.set(key, [...(byVendorMonth.get(key) ?? []), order]);
   }
   const invoices: Invoice[] = [];
+  const links: InvoiceOrderLink[] = [];
   let number = 1;
   for (const [key, monthOrders] of [...byVendorMonth.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     const [vendorId, month] = key.split('|') as [string, string];
@@ -446,18 +465,16 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
     });
     const totals = computeTotals(lines, '0');
     const issuedAt = new Date(monthEnd.getTime() + 2 * DAY);
+    const issued = issuedAt.getTime() < nowMs;
     const dueDate = new Date(issuedAt.getTime() + 30 * DAY);
     const paid = dueDate.getTime() + 15 * DAY < nowMs;
-    invoices.push({
-      id: randomUUID(),
+    const paidAt = paid ? new Date(dueDate.getTime() - 3 * DAY) : null;
+    const invoice: Invoice = {
+      id: newId(),
       accountId,
       vendorId,
       number: `INV-${month.replace('-', '')}-${String(number++).padStart(4, '0')}`,
-      status: paid
-        ? InvoiceStatus.PAID
-        : issuedAt.getTime() < nowMs
-          ? InvoiceStatus.ISSUED
-          : InvoiceStatus.DRAFT,
+      status: paid ? InvoiceStatus.PAID : issued ? InvoiceStatus.ISSUED : InvoiceStatus.DRAFT,
       currency: 'USD',
       lines: totals.lines as InvoiceLine[],
       serviceOrderIds: monthOrders.map((o) => o.id),
@@ -466,14 +483,22 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
       tax: totals.tax,
       total: totals.total,
       dueDate,
-      issuedAt: issuedAt.getTime() < nowMs ? issuedAt : null,
-      paidAt: paid ? new Date(dueDate.getTime() - 3 * DAY) : null,
-      createdAt: issuedAt,
-    });
+      issuedAt: issued ? issuedAt : null,
+      paidAt,
+      // Recorded the day after the month closed (or since, if that is still ahead).
+      createdAt: past(monthEnd.getTime() + DAY, monthEnd.getTime()),
+    };
+    invoices.push(invoice);
+    links.push(...monthOrders.map((o) => ({ serviceOrderId: o.id, invoiceId: invoice.id })));
+    change(StatusSubject.INVOICE, invoice.id, null, InvoiceStatus.DRAFT, invoice.createdAt);
+    if (issued)
+      change(StatusSubject.INVOICE, invoice.id, InvoiceStatus.DRAFT, InvoiceStatus.ISSUED, issuedAt);
+    if (paidAt) change(StatusSubject.INVOICE, invoice.id, InvoiceStatus.ISSUED, InvoiceStatus.PAID, paidAt);
   }
 
   await insertBulk(em, PortCall, calls);
   await insertBulk(em, ServiceOrder, orders);
   await insertBulk(em, Invoice, invoices);
+  await insertBulk(em, InvoiceOrderLink, links);
   await insertBulk(em, StatusChange, changes);
 }
