@@ -73,10 +73,12 @@ export async function createVessel(em: EntityManager, clock: Clock, input: Vesse
   if (values.yearBuilt < 1900 || values.yearBuilt > clock.now().getUTCFullYear() + 3) {
     throw badInput('yearBuilt', `must be between 1900 and ${clock.now().getUTCFullYear() + 3}`);
   }
-  if (await em.count(Vessel, { imo }))
-    throw conflict(`A vessel with IMO ${imo} already exists`, { field: 'imo' });
   const vessel = em.create(Vessel, { ...values, createdAt: clock.now() });
-  await em.persistAndFlush(vessel);
+  await em.persistAndFlush(vessel).catch((error: unknown) => {
+    throw uniqueConflict(error, {
+      imo: () => conflict(`A vessel with IMO ${imo} already exists`, { field: 'imo' }),
+    });
+  });
   return vessel;
 }
 
@@ -100,10 +102,12 @@ export async function createPort(em: EntityManager, clock: Clock, input: PortInp
     country: locode.slice(0, 2),
     timeZone: parseTimeZone(input.timeZone),
   };
-  if (await em.count(Port, { locode }))
-    throw conflict(`A port with UN/LOCODE ${locode} already exists`, { field: 'locode' });
   const port = em.create(Port, { ...values, createdAt: clock.now() });
-  await em.persistAndFlush(port);
+  await em.persistAndFlush(port).catch((error: unknown) => {
+    throw uniqueConflict(error, {
+      locode: () => conflict(`A port with UN/LOCODE ${locode} already exists`, { field: 'locode' }),
+    });
+  });
   return port;
 }
 

@@ -30,6 +30,19 @@ describeEachDialect('shared reference data: vessels and ports', (dialect) => {
     expect(ok.body.data?.createPort).toEqual({ locode: 'GBFXT', country: 'GB', timeZone: 'Europe/London' });
     const again = await gql(server.url, create, { key: admin });
     expect(again.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(again.body.errors?.[0]?.message).toBe('A port with UN/LOCODE GBFXT already exists');
+  });
+
+  it('two admins adding the same vessel at once: one is created, the other is 409 naming the IMO (not a 500)', async () => {
+    const create = `mutation { createVessel(input: { imo: "9500039", name: "Twin Tide", flag: "NO", type: TANKER, grossTonnage: 1, deadweight: 1, yearBuilt: 2015 }) { imo } }`;
+    const results = await Promise.all([1, 2, 3].map(() => gql(server.url, create, { key: admin })));
+    expect(results.filter((r) => r.body.data?.createVessel)).toHaveLength(1);
+    const refused = results.filter((r) => r.body.errors);
+    expect(refused.map((r) => r.body.errors?.[0]?.message)).toEqual([
+      'A vessel with IMO 9500039 already exists',
+      'A vessel with IMO 9500039 already exists',
+    ]);
+    expect(refused.every((r) => r.body.errors?.[0]?.extensions?.field === 'imo')).toBe(true);
   });
 
   it('a vessel looked up before it existed is found as soon as it is created (lookup cache is invalidated)', async () => {
