@@ -265,11 +265,7 @@ function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
     case 'int':
     case 'float': {
       const value =
-        typeof raw === 'number'
-          ? raw
-          : typeof raw === 'string' && raw.trim() !== ''
-            ? Number(raw)
-            : NaN;
+        typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
       if (!Number.isFinite(value) || (spec.type === 'int' && !Number.isInteger(value))) {
         throw badInput(
           name,
