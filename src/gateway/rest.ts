@@ -187,7 +187,7 @@ function restErrorOf(error: unknown, route: RestRoute): AppError {
   throw error;
 }
 
-const COERCION = /^Variable "\$(\w+)" got invalid value .*?; (.*)$/s;
+const COERCION = /^Variable "\$(\w+)" got invalid value (.*?); (.*)$/s;
 const NOT_PROVIDED = /^Field value\.([\w.]+) of required type (\S+) was not provided\.?$/;
 const NOT_DEFINED = /^Field "?(?:value\.)?([\w.]+)"? is not defined by type "?(\w+)"?\.?/;
 const EXPECTED = /^Expected type "?([\w![\]]+)"?\.?\s*(.*)$/s;
@@ -199,7 +199,7 @@ const EXPECTED = /^Expected type "?([\w![\]]+)"?\.?\s*(.*)$/s;
 export function coercionError(message: string, route: RestRoute): AppError | undefined {
   const match = COERCION.exec(message);
   if (!match) return undefined;
-  const [, variable, reason] = match as unknown as [string, string, string];
+  const [, variable, value, reason] = match as unknown as [string, string, string, string];
   const spec = route.variables?.[variable];
   // A variable of the route is named as the caller sent it; anything else is a field of the body.
   const httpName = spec ? (spec.name ?? variable) : variable;
@@ -209,8 +209,9 @@ export function coercionError(message: string, route: RestRoute): AppError | und
   if (unknown) return badInput(unknown[1]!, 'is not a known field');
   const expected = EXPECTED.exec(reason);
   if (expected) {
-    const detail = expected[2]?.trim();
-    return badInput(httpName, `must be of type ${expected[1]}${detail ? ` (${detail})` : ''}`);
+    const detail = expected[2]?.replace(/^;\s*/, '').trim();
+    const got = detail || (value.length <= 60 ? `got ${value}` : '');
+    return badInput(httpName, `must be of type ${expected[1]}${got ? ` (${got})` : ''}`);
   }
   return badInput(httpName, reason);
 }

@@ -7,7 +7,8 @@ import type { RestRoute } from '../../src/gateway/rest-routes.js';
 // The messages come from the real query engine, so a change in its wording fails this test.
 const schema = buildSchema(`
   input LineInput { description: String! quantity: Int! }
-  input OrderInput { vendorId: ID! dueDate: Int lines: [LineInput!]! }
+  enum Priority { NORMAL URGENT }
+  input OrderInput { vendorId: ID! dueDate: Int lines: [LineInput!]! priority: Priority }
   type Query { order(input: OrderInput!, pageSize: Int): String }
 `);
 const compiled = (() => {
@@ -49,8 +50,17 @@ describe('REST coercion errors', () => {
 
   it('names a body field of the wrong type', async () => {
     const error = await errorFor({ input: { vendorId: 'v', lines: [], dueDate: 'soon' } });
-    expect(error.field).toBe('dueDate');
-    expect(error.message).toMatch(/^dueDate: must be of type Int/);
+    expect(error).toEqual({
+      field: 'dueDate',
+      message: 'dueDate: must be of type Int (Int cannot represent non-integer value: "soon")',
+    });
+  });
+
+  it('shows the value that did not fit when the engine gives no reason', async () => {
+    expect(await errorFor({ input: { vendorId: 'v', lines: [], priority: 'ASAP' } })).toEqual({
+      field: 'priority',
+      message: 'priority: must be of type Priority (got "ASAP")',
+    });
   });
 
   it('names a query parameter by its HTTP name, not the GraphQL variable', async () => {
