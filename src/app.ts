@@ -7,7 +7,7 @@ import { AccessPolicy } from './gateway/access.js';
 import { demandControl } from './gateway/demand.js';
 import { noopEvents, type Admission, type AppServices } from './gateway/context.js';
 import { CredentialResolver } from './gateway/credentials.js';
-import { registerEdge, registerErrorHandlers, requestIdOf } from './gateway/edge.js';
+import { registerEdge, registerErrorHandlers, registerJsonBodyParser, requestIdOf } from './gateway/edge.js';
 import { registerGraphQL } from './gateway/graphql-http.js';
 import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
 import { createRateLimiter } from './gateway/limits.js';
@@ -66,6 +66,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     return503OnClosing: true,
   });
   await fastify.register(formbody);
+  registerJsonBodyParser(fastify);
   // No API takes text/plain; without a parser such bodies get a clean 415.
   fastify.removeContentTypeParser('text/plain');
 

@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net';
+import type { Platform } from '@mikro-orm/core';
 import type { Database } from '../db/orm.js';
 import { sha256Hex } from '../kernel/crypto.js';
 import { AuditRecord } from './entities.js';
@@ -69,34 +70,82 @@ const COLUMNS = [
 ] as const;
 const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
 
-/**
- * One parameterised multi-row INSERT. The audit log is written on every call, so this skips the
- * ORM's query builder (which inlines and quotes every value) and hands the driver bound
- * parameters; dates are converted the way the ORM stores them on this dialect.
- */
-async function insertAuditRows(db: Database, batch: AuditEntry[]): Promise<void> {
+/** The bound values of one row, in COLUMNS order; dates as the ORM stores them on this dialect. */
+function rowValues(platform: Platform, e: AuditEntry): Array<string | number | Date | null> {
+  return [
+    platform.processDateProperty(e.at),
+    e.requestId,
+    e.accountId ?? null,
+    e.credentialKind ?? null,
+    e.credentialId ?? null,
+    e.ip ?? null,
+    e.userAgent?.slice(0, 512) ?? null,
+    sessionFingerprint(e.credentialId, e.ip, e.userAgent),
+    e.operation.slice(0, 200),
+    e.status,
+    Math.round(e.durationMs),
+  ];
+}
+
+function insertSql(db: Database, rows: number): string {
   const em = db.em();
   const platform = em.getPlatform();
-  const params: Array<string | number | Date | null> = [];
-  for (const e of batch) {
-    params.push(
-      platform.processDateProperty(e.at),
-      e.requestId,
-      e.accountId ?? null,
-      e.credentialKind ?? null,
-      e.credentialId ?? null,
-      e.ip ?? null,
-      e.userAgent?.slice(0, 512) ?? null,
-      sessionFingerprint(e.credentialId, e.ip, e.userAgent),
-      e.operation.slice(0, 200),
-      e.status,
-      Math.round(e.durationMs),
-    );
-  }
   const table = em.getMetadata().get(AuditRecord.name).tableName;
-  const sql = `insert into ${platform.quoteIdentifier(table)} (${COLUMNS.map((c) => platform.quoteIdentifier(c)).join(', ')}) values ${Array(batch.length).fill(ROW_PLACEHOLDERS).join(', ')}`;
-  // knex hands the parameters to the driver as bindings (the ORM's execute() would inline them).
-  await em.getConnection().getKnex().raw(sql, params);
+  return `insert into ${platform.quoteIdentifier(table)} (${COLUMNS.map((c) => platform.quoteIdentifier(c)).join(', ')}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`;
+}
+
+/** A prepared better-sqlite3 statement: bound values in, nothing out. */
+interface SqliteStatement {
+  run(...params: unknown[]): unknown;
+}
+interface SqliteConnection {
+  prepare(sql: string): SqliteStatement;
+  transaction(fn: () => void): () => void;
+}
+
+/** Rows per prepared statement on SQLite; a batch is written as chunks of this many plus single rows. */
+const SQLITE_CHUNK = 50;
+
+/**
+ * Writes one batch. The audit log grows by a row on every call, so this skips the ORM's query
+ * builder (which inlines and quotes every value). On SQLite the INSERTs are statements prepared
+ * once per connection, run in one transaction on the pool's single connection (taken from the
+ * pool, so never inside another request's transaction); on PostgreSQL one multi-row INSERT with
+ * bound parameters.
+ */
+async function insertAuditRows(
+  db: Database,
+  batch: AuditEntry[],
+  statements: WeakMap<object, Map<number, SqliteStatement>>,
+): Promise<void> {
+  const em = db.em();
+  const knex = em.getConnection().getKnex();
+  const platform = em.getPlatform();
+  const values = (rows: AuditEntry[]) => rows.flatMap((e) => rowValues(platform, e));
+  if (db.dialect === 'postgresql') {
+    await knex.raw(insertSql(db, batch.length), values(batch));
+    return;
+  }
+  // knex's client types its pooled connections as `any`; on this dialect each is a better-sqlite3 Database.
+  const connection = (await knex.client.acquireConnection()) as SqliteConnection;
+  try {
+    let prepared = statements.get(connection);
+    if (!prepared) statements.set(connection, (prepared = new Map()));
+    const statementFor = (rows: number) => {
+      let statement = prepared.get(rows);
+      if (!statement) prepared.set(rows, (statement = connection.prepare(insertSql(db, rows))));
+      return statement;
+    };
+    connection.transaction(() => {
+      let i = 0;
+      for (; i + SQLITE_CHUNK <= batch.length; i += SQLITE_CHUNK) {
+        statementFor(SQLITE_CHUNK).run(values(batch.slice(i, i + SQLITE_CHUNK)));
+      }
+      for (; i < batch.length; i++) statementFor(1).run(rowValues(platform, batch[i]!));
+    })();
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
 }
 
 /**
@@ -105,6 +154,7 @@ async function insertAuditRows(db: Database, batch: AuditEntry[]): Promise<void>
  */
 export class AuditWriter {
   private buffer: AuditEntry[] = [];
+  private readonly statements = new WeakMap<object, Map<number, SqliteStatement>>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -134,7 +184,7 @@ export class AuditWriter {
     this.flushing = this.flushing.then(async () => {
       if (batch.length === 0) return;
       try {
-        await insertAuditRows(this.db, batch);
+        await insertAuditRows(this.db, batch, this.statements);
       } catch (error) {
         this.onError(error);
       }

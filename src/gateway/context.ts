@@ -5,6 +5,7 @@ import type { ValidationRule } from 'graphql';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
 import type { Clock } from '../kernel/clock.js';
+import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { unauthenticated } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
@@ -41,8 +42,11 @@ export interface AdmissionResult {
 }
 
 export interface Admission {
-  /** Throws RATE_LIMIT_EXCEEDED / LIMIT_REACHED (with Retry-After) when the caller is over budget. */
-  admit(principal: Principal, requirements: Requirements): Promise<AdmissionResult>;
+  /**
+   * Throws RATE_LIMIT_EXCEEDED / LIMIT_REACHED (with Retry-After) when the caller is over budget
+   * (a rejected promise when the counters are remote). Synchronous when the counters are local.
+   */
+  admit(principal: Principal, requirements: Requirements): MaybePromise<AdmissionResult>;
   /** The budget headers without spending, for answers that refuse the call before admission. */
   peek(principal: Principal, requirements: Requirements): Promise<Record<string, string>>;
 }
@@ -68,11 +72,11 @@ export const noopEvents: EventPublisher = { publish: async () => {} };
 
 /** Everything a resolver sees. Built once per request / operation. */
 export interface GatewayContext {
-  requestId: string;
-  principal: Principal | null;
-  em: EntityManager;
-  services: AppServices;
-  loaders: LoaderRegistry;
+  readonly requestId: string;
+  readonly principal: Principal | null;
+  readonly em: EntityManager;
+  readonly services: AppServices;
+  readonly loaders: LoaderRegistry;
   /** Filled in during execution and read by the transport: audit name, extra response headers. */
   meta: OperationMeta;
 }
@@ -101,26 +105,37 @@ export class LoaderRegistry {
   }
 }
 
+/**
+ * The per-request context. A class rather than an object literal with a getter: every request
+ * builds one, and instances of one class share a shape. The entity manager and the loaders are
+ * made on first use: operations served from caches never pay for them.
+ */
+class RequestScope implements GatewayContext {
+  readonly meta: OperationMeta = { headers: {} };
+  private forked: EntityManager | undefined;
+  private registry: LoaderRegistry | undefined;
+
+  constructor(
+    readonly services: AppServices,
+    readonly requestId: string,
+    readonly principal: Principal | null,
+  ) {}
+
+  get em(): EntityManager {
+    return (this.forked ??= this.services.db.em());
+  }
+
+  get loaders(): LoaderRegistry {
+    return (this.registry ??= new LoaderRegistry(this));
+  }
+}
+
 export function createContext(
   services: AppServices,
   requestId: string,
   principal: Principal | null,
 ): GatewayContext {
-  // The entity manager is forked on first use: operations served from caches never pay for it.
-  let em: EntityManager | undefined;
-  const ctx: GatewayContext = {
-    requestId,
-    principal,
-    get em() {
-      em ??= services.db.em();
-      return em;
-    },
-    services,
-    loaders: undefined as unknown as LoaderRegistry,
-    meta: { headers: {} },
-  };
-  ctx.loaders = new LoaderRegistry(ctx);
-  return ctx;
+  return new RequestScope(services, requestId, principal);
 }
 
 /** For resolvers: the access check has already guaranteed a principal on protected fields. */

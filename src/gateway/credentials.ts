@@ -3,6 +3,7 @@ import { API_KEY_PREFIX, findKeyBySecret, isKeyActive } from '../accounts/servic
 import type { Database } from '../db/orm.js';
 import type { Clock } from '../kernel/clock.js';
 import { sha256Hex } from '../kernel/crypto.js';
+import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 
 /** How the caller presented its credential; decides WWW-Authenticate on errors. */
@@ -17,8 +18,8 @@ export interface PresentedCredential {
 export interface TokenVerifier {
   /** Cheap syntactic test: does this look like one of my tokens? */
   handles(token: string): boolean;
-  /** The principal, or null for an invalid, expired or revoked token. */
-  verify(token: string): Promise<Principal | null>;
+  /** The principal, or null for an invalid, expired or revoked token (at once when cached). */
+  verify(token: string): MaybePromise<Principal | null>;
 }
 
 type HeaderBag = Record<string, string | string[] | undefined>;
@@ -66,13 +67,14 @@ export class CredentialResolver {
     this.verifiers.push(verifier);
   }
 
-  async resolve(secret: string): Promise<Principal | null> {
+  /** The principal, at once when the credential is cached (the common case), else after a lookup. */
+  resolve(secret: string): MaybePromise<Principal | null> {
     if (secret.startsWith(API_KEY_PREFIX)) return this.resolveApiKey(secret);
     const verifier = this.verifiers.find((v) => v.handles(secret));
     return verifier ? verifier.verify(secret) : null;
   }
 
-  private async resolveApiKey(secret: string): Promise<Principal | null> {
+  private resolveApiKey(secret: string): MaybePromise<Principal | null> {
     const hash = sha256Hex(secret);
     const now = this.clock.now();
     const cached = this.keyCache.get(hash);
@@ -86,6 +88,10 @@ export class CredentialResolver {
     this.keyCache.delete(hash);
     const refusedUntil = this.refusedKeys.get(hash);
     if (refusedUntil !== undefined && refusedUntil > now.getTime()) return null;
+    return this.lookUpApiKey(secret, hash, now);
+  }
+
+  private async lookUpApiKey(secret: string, hash: string, now: Date): Promise<Principal | null> {
     const key = await findKeyBySecret(this.db.em(), secret);
     if (!key || !isKeyActive(key, now)) {
       // Unknown, revoked and expired keys never become valid again: remember the refusal briefly

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import './fastify-types.js';
 import { AppError, ERROR_CODES, unauthenticated, withHeaders } from '../kernel/errors.js';
 import type { AuditWriter } from '../audit/writer.js';
+import { isPromise } from '../kernel/maybe-async.js';
+import type { Principal } from '../kernel/principal.js';
 import { extractCredential, type CredentialResolver } from './credentials.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -25,21 +28,27 @@ export function registerEdge(
   app.decorateRequest('presentation', null);
   app.decorateRequest('gatewayMeta', null);
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks: with a cached credential a request passes the edge without a promise.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    if (!request.routeOptions.config.audit) return;
+    if (!request.routeOptions.config.audit) return done();
     const presented = extractCredential(request.headers);
-    if (presented === null) return;
-    if (presented === 'malformed') throw withChallenge(unauthenticated(), 'bearer');
+    if (presented === null) return done();
+    if (presented === 'malformed') return done(withChallenge(unauthenticated(), 'bearer'));
     request.presentation = presented.presentation;
-    const principal = await credentials.resolve(presented.secret);
-    if (!principal) throw withChallenge(unauthenticated(), presented.presentation);
-    request.principal = principal;
+    const accept = (principal: Principal | null) => {
+      if (!principal) return done(withChallenge(unauthenticated(), presented.presentation));
+      request.principal = principal;
+      done();
+    };
+    const resolved = credentials.resolve(presented.secret);
+    if (isPromise(resolved)) resolved.then(accept, done);
+    else accept(resolved);
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const name = request.routeOptions.config.audit;
-    if (!name) return;
+    if (!name) return done();
     const principal = request.principal;
     audit.record({
       at: new Date(),
@@ -53,6 +62,7 @@ export function registerEdge(
       status: reply.statusCode,
       durationMs: reply.elapsedTime,
     });
+    done();
   });
 }
 
@@ -120,4 +130,28 @@ export function registerErrorHandlers(app: FastifyInstance): void {
       new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
+}
+
+/**
+ * JSON bodies as Fastify parses them (empty → 400, invalid → 400, `__proto__`/`constructor` keys
+ * refused) without secure-json-parse's two regular-expression scans of every body: a body can only
+ * hold such a key if it contains one of those words literally or a \u escape, and almost none do.
+ */
+export function registerJsonBodyParser(app: FastifyInstance): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.length === 0) return done(new AppError('BAD_USER_INPUT', 'The JSON body is empty'));
+    const suspicious = text.includes('__proto__') || text.includes('constructor') || text.includes('\\u');
+    try {
+      done(
+        null,
+        suspicious
+          ? secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' })
+          : JSON.parse(text),
+      );
+    } catch (e) {
+      done(new AppError('BAD_USER_INPUT', `The body is not valid JSON: ${(e as Error).message}`));
+    }
+  });
 }

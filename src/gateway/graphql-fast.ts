@@ -4,14 +4,16 @@ import {
   specifiedRules,
   validate,
   type DocumentNode,
+  type ExecutionResult,
   type GraphQLSchema,
   type ValidationRule,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import Negotiator from 'negotiator';
 import { isAppError } from '../kernel/errors.js';
+import { isPromise } from '../kernel/maybe-async.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
-import { createContext, type AppServices } from './context.js';
+import { createContext, type AdmissionResult, type AppServices } from './context.js';
 import { formatGraphQLError } from './errors.js';
 
 /**
@@ -107,68 +109,75 @@ interface GraphQLBody {
   extensions?: unknown;
 }
 
-/** Fastify preHandler for POST /graphql: answers the request, or returns to let Apollo do it. */
+/**
+ * Fastify preHandler for POST /graphql: answers the request itself (and never calls `done`), or
+ * calls `done()` to let Apollo do it. Callback-style and synchronous whenever the caller, the
+ * counters and the resolvers answer from memory, so a cached operation pays no promise.
+ */
 export function fastGraphQL(operations: CompiledOperations, services: AppServices) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (request.method !== 'POST') return;
+  return (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void => {
+    if (request.method !== 'POST') return done();
     const body = request.body as GraphQLBody | undefined;
-    if (!body || typeof body.query !== 'string' || body.extensions !== undefined) return;
+    if (!body || typeof body.query !== 'string' || body.extensions !== undefined) return done();
     const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
     if (body.operationName !== undefined && body.operationName !== null && operationName === undefined)
-      return;
+      return done();
     const variables = body.variables ?? undefined;
     if (
       variables !== undefined &&
       (typeof variables !== 'object' || variables === null || Array.isArray(variables))
     )
-      return;
+      return done();
     const contentType = responseType(request.headers.accept);
-    if (!contentType) return;
+    if (!contentType) return done();
     const entry = operations.lookup(body.query, operationName);
-    if (!entry) return;
+    if (!entry) return done();
 
     const principal = request.principal ?? null;
-    if (checkAccess(entry.requirements, principal).length > 0) return; // Apollo's path reports denials
+    if (checkAccess(entry.requirements, principal).length > 0) return done(); // Apollo's path reports denials
     const ctx = createContext(services, request.id, principal);
     request.gatewayMeta = ctx.meta;
     ctx.meta.operation = `${entry.requirements.operationType} ${entry.requirements.operationName ?? '(anonymous)'}`;
     reply.header('content-type', contentType);
-    try {
-      if (principal)
-        Object.assign(
-          ctx.meta.headers,
-          (await services.admission.admit(principal, entry.requirements)).headers,
-        );
-    } catch (e) {
-      if (!isAppError(e)) throw e;
+
+    const fail = (e: unknown) => {
+      if (!isAppError(e)) return done(e instanceof Error ? e : new Error(String(e)));
       reply.code(e.status).headers({ ...ctx.meta.headers, ...e.headers });
-      await reply.send(
+      reply.send(
         JSON.stringify({ errors: [{ message: e.message, extensions: { code: e.code, ...e.details } }] }),
       );
-      return;
-    }
-    const result = await entry.compiled.query(
-      undefined,
-      ctx,
-      variables as Record<string, unknown> | undefined,
-    );
-    reply.headers(ctx.meta.headers);
-    if (result.errors && result.errors.length > 0) {
+    };
+    const respond = (result: ExecutionResult) => {
+      reply.headers(ctx.meta.headers);
+      if (!result.errors || result.errors.length === 0) {
+        reply.send(JSON.stringify({ data: result.data }));
+        return;
+      }
       const log = (err: unknown) => services.logger.error({ err }, 'unexpected GraphQL error');
       const errors = result.errors.map((err) => formatGraphQLError(err.toJSON(), err, log));
       if (!('data' in result) || result.data === undefined) {
         // Variable coercion failed: nothing executed; Apollo answers these with 400 too.
         reply.code(400);
-        await reply.send(
+        reply.send(
           JSON.stringify({
             errors: errors.map((e) => ({ ...e, extensions: { ...e.extensions, code: 'BAD_USER_INPUT' } })),
           }),
         );
         return;
       }
-      await reply.send(JSON.stringify({ errors, data: result.data }));
-      return;
+      reply.send(JSON.stringify({ errors, data: result.data }));
+    };
+    const run = (admitted: AdmissionResult | undefined) => {
+      if (admitted) Object.assign(ctx.meta.headers, admitted.headers);
+      return entry.compiled.query(undefined, ctx, variables as Record<string, unknown> | undefined);
+    };
+    try {
+      const admitted = principal ? services.admission.admit(principal, entry.requirements) : undefined;
+      const result = isPromise(admitted) ? admitted.then(run) : run(admitted);
+      if (isPromise(result)) result.then(respond).catch(fail);
+      else respond(result);
+    } catch (e) {
+      fail(e);
     }
-    await reply.send(JSON.stringify({ data: result.data }));
   };
 }

@@ -2,7 +2,7 @@ import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { fastifyApolloDrainPlugin, fastifyApolloHandler } from '@as-integrations/fastify';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import { AppError } from '../kernel/errors.js';
 import { checkAccess, type AccessPolicy } from './access.js';
@@ -60,15 +60,16 @@ function accessPlugin(policy: AccessPolicy, services: AppServices): ApolloServer
 }
 
 /** GraphQL over HTTP: a POST body must be application/json; anything else is 415 before parsing. */
-async function requireJsonBody(request: FastifyRequest): Promise<void> {
-  if (request.method !== 'POST') return;
+function requireJsonBody(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+  if (request.method !== 'POST') return done();
   const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json') {
-    throw new AppError(
+  if (type === 'application/json') return done();
+  done(
+    new AppError(
       'UNSUPPORTED_MEDIA_TYPE',
       `POST /graphql needs Content-Type: application/json (got '${type || 'none'}')`,
-    );
-  }
+    ),
+  );
 }
 
 export async function registerGraphQL(

@@ -18,6 +18,7 @@ import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Config } from '../config.js';
 import { AppError, isAppError } from '../kernel/errors.js';
+import { isPromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import type { AuditWriter } from '../audit/writer.js';
 import { eventBusOf } from '../events/bus.js';
@@ -334,10 +335,6 @@ function startStatus(result: unknown): number {
 function keepAppErrorCode(error: GraphQLError): GraphQLError {
   const app = appErrorOf(error);
   return app ? toGraphQLError(app) : error;
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | null)?.then === 'function';
 }
 
 /**

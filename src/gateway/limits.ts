@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { Config, PlanLimit } from '../config.js';
 import { MINUTE, type Clock } from '../kernel/clock.js';
 import { AppError } from '../kernel/errors.js';
+import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import { planLabel } from '../kernel/plans.js';
 import type { Principal } from '../kernel/principal.js';
 import type { Requirements } from './access.js';
@@ -21,9 +22,9 @@ import type { Admission, AdmissionResult } from './context.js';
 
 /** Atomic counter with expiry: returns the value after incrementing. */
 export interface CounterStore {
-  increment(key: string, ttlMs: number): Promise<number>;
+  increment(key: string, ttlMs: number): MaybePromise<number>;
   /** The current value (0 when absent or expired), without changing it. */
-  get(key: string): Promise<number>;
+  get(key: string): MaybePromise<number>;
   close(): Promise<void>;
 }
 
@@ -33,7 +34,7 @@ export class MemoryCounterStore implements CounterStore {
 
   constructor(private readonly clock: Clock) {}
 
-  async increment(key: string, ttlMs: number): Promise<number> {
+  increment(key: string, ttlMs: number): number {
     const now = this.clock.now().getTime();
     // Window keys embed their window, so expired ones are never read again; sweep them now and then.
     if (++this.calls % 1000 === 0) {
@@ -47,7 +48,7 @@ export class MemoryCounterStore implements CounterStore {
     return ++current.count;
   }
 
-  async get(key: string): Promise<number> {
+  get(key: string): number {
     const current = this.counters.get(key);
     return current && current.expiresAt > this.clock.now().getTime() ? current.count : 0;
   }
@@ -114,17 +115,23 @@ export class ResilientCounterStore implements CounterStore {
     private readonly report: (error: unknown) => void,
   ) {}
 
-  increment(key: string, ttlMs: number): Promise<number> {
-    return this.primary
-      .increment(key, ttlMs)
-      .catch((e: unknown) => this.failOver(e, () => this.fallback.increment(key, ttlMs)));
+  async increment(key: string, ttlMs: number): Promise<number> {
+    try {
+      return await this.primary.increment(key, ttlMs);
+    } catch (e) {
+      return this.failOver(e, () => this.fallback.increment(key, ttlMs));
+    }
   }
 
-  get(key: string): Promise<number> {
-    return this.primary.get(key).catch((e: unknown) => this.failOver(e, () => this.fallback.get(key)));
+  async get(key: string): Promise<number> {
+    try {
+      return await this.primary.get(key);
+    } catch (e) {
+      return this.failOver(e, () => this.fallback.get(key));
+    }
   }
 
-  private failOver(error: unknown, local: () => Promise<number>): Promise<number> {
+  private failOver(error: unknown, local: () => MaybePromise<number>): MaybePromise<number> {
     const now = this.clock.now().getTime();
     if (now - this.lastReported >= MINUTE) {
       this.lastReported = now;
@@ -202,12 +209,22 @@ export class RateLimiter implements Admission {
     return this.minuteHeaders(limits, await this.store.get(`${subject}:${minute.id}`), minute);
   }
 
-  async admit(principal: Principal, requirements: Requirements): Promise<AdmissionResult> {
+  /** Synchronous with the in-process store (no promise on the hot path), a promise with Redis. */
+  admit(principal: Principal, requirements: Requirements): MaybePromise<AdmissionResult> {
     const now = this.clock.now();
     const minute = minuteWindow(now);
-    const { subject, limits, planBudget } = this.budgetOf(principal, requirements);
+    const budget = this.budgetOf(principal, requirements);
+    const used = this.store.increment(`${budget.subject}:${minute.id}`, minute.endsAt - now.getTime() + 1000);
+    return andThen(used, (count) => this.afterMinute(principal, budget, now, minute, count));
+  }
 
-    const used = await this.store.increment(`${subject}:${minute.id}`, minute.endsAt - now.getTime() + 1000);
+  private afterMinute(
+    principal: Principal,
+    { subject, limits, planBudget }: Budget,
+    now: Date,
+    minute: Window,
+    used: number,
+  ): MaybePromise<AdmissionResult> {
     const headers = this.minuteHeaders(limits, used, minute);
     if (used > limits.perMinute) {
       const retryAfter = String(seconds(minute.endsAt - now.getTime()));
@@ -219,24 +236,33 @@ export class RateLimiter implements Admission {
         { ...headers, 'Retry-After': retryAfter },
       );
     }
-    if (limits.perMonth !== null) {
-      const month = monthWindow(now);
-      const spent = await this.store.increment(
-        `${subject}:${month.id}`,
-        month.endsAt - now.getTime() + 60_000,
+    const perMonth = limits.perMonth;
+    if (perMonth === null) return { headers };
+    const month = monthWindow(now);
+    const spent = this.store.increment(`${subject}:${month.id}`, month.endsAt - now.getTime() + 60_000);
+    return andThen(spent, (count) => this.afterMonth(principal, perMonth, now, month, count, headers));
+  }
+
+  private afterMonth(
+    principal: Principal,
+    perMonth: number,
+    now: Date,
+    month: Window,
+    spent: number,
+    headers: Record<string, string>,
+  ): AdmissionResult {
+    headers['X-Quota-Limit'] = String(perMonth);
+    headers['X-Quota-Remaining'] = String(Math.max(0, perMonth - spent));
+    headers['X-Quota-Reset'] = String(Math.ceil(month.endsAt / 1000));
+    if (spent > perMonth) {
+      const retryAfter = String(seconds(month.endsAt - now.getTime()));
+      const renewsAt = new Date(month.endsAt).toISOString();
+      throw new AppError(
+        'LIMIT_REACHED',
+        `Monthly quota reached: the ${planLabel(principal.plan)} plan includes ${perMonth} calls per calendar month (UTC); it renews on ${renewsAt}`,
+        { quota: perMonth, renewsAt },
+        { ...headers, 'Retry-After': retryAfter },
       );
-      headers['X-Quota-Limit'] = String(limits.perMonth);
-      headers['X-Quota-Remaining'] = String(Math.max(0, limits.perMonth - spent));
-      headers['X-Quota-Reset'] = String(Math.ceil(month.endsAt / 1000));
-      if (spent > limits.perMonth) {
-        const retryAfter = String(seconds(month.endsAt - now.getTime()));
-        throw new AppError(
-          'LIMIT_REACHED',
-          `Monthly quota reached: the ${planLabel(principal.plan)} plan includes ${limits.perMonth} calls per calendar month (UTC); it renews on ${new Date(month.endsAt).toISOString()}`,
-          { quota: limits.perMonth, renewsAt: new Date(month.endsAt).toISOString() },
-          { ...headers, 'Retry-After': retryAfter },
-        );
-      }
     }
     return { headers };
   }

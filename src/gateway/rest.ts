@@ -14,6 +14,7 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { AppError, badInput, notFound, withHeaders } from '../kernel/errors.js';
+import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
 import { createContext, type AppServices } from './context.js';
@@ -119,32 +120,50 @@ export function registerRestRoutes(
   }
 }
 
-async function runRoute(
+/**
+ * Runs one shim call. Synchronous end to end when the caller is cached, the counters are local
+ * and the resolvers answer from memory (a vessel lookup): the common case pays no promise.
+ */
+function runRoute(
   p: PreparedRoute,
   services: AppServices,
   request: FastifyRequest,
   reply: FastifyReply,
-): Promise<void> {
+): MaybePromise<void> {
   const principal = request.principal ?? null;
   const denied = checkAccess(p.requirements, principal);
-  if (denied.length > 0) throw await refusal(services, principal, p.requirements, denied[0]!);
-  if (principal) {
-    const admitted = await services.admission.admit(principal, p.requirements);
+  if (denied.length > 0)
+    return refusal(services, principal, p.requirements, denied[0]!).then((error) => {
+      throw error;
+    });
+  if (!principal) return execute(p, services, request, reply, null);
+  return andThen(services.admission.admit(principal, p.requirements), (admitted) => {
     reply.headers(admitted.headers);
-  }
+    return execute(p, services, request, reply, principal);
+  });
+}
+
+function execute(
+  p: PreparedRoute,
+  services: AppServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  principal: Principal | null,
+): MaybePromise<void> {
   const variables = bindVariables(p.route, request);
   const ctx = createContext(services, request.id, principal);
-  const result = await p.compiled.query(undefined, ctx, variables);
-  if (result.errors && result.errors.length > 0) throw restErrorOf(result.errors[0], p.route);
-  const body = pathGet(result.data, p.route.result);
-  if ((body === null || body === undefined) && p.route.notFound) {
-    const { resource, param } = p.route.notFound;
-    throw notFound(resource, String(variables[param] ?? ''));
-  }
-  const status = p.route.status ?? 200;
-  reply.code(status);
-  if (status === 204) return reply.send();
-  reply.type('application/json; charset=utf-8').send(JSON.stringify(body ?? null));
+  return andThen(p.compiled.query(undefined, ctx, variables), (result) => {
+    if (result.errors && result.errors.length > 0) throw restErrorOf(result.errors[0], p.route);
+    const body = pathGet(result.data, p.route.result);
+    if ((body === null || body === undefined) && p.route.notFound) {
+      const { resource, param } = p.route.notFound;
+      throw notFound(resource, String(variables[param] ?? ''));
+    }
+    const status = p.route.status ?? 200;
+    reply.code(status);
+    if (status === 204) reply.send();
+    else reply.type('application/json; charset=utf-8').send(JSON.stringify(body ?? null));
+  });
 }
 
 /**

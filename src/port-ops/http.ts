@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import type { AppServices } from '../gateway/context.js';
+import type { AdmissionResult, AppServices } from '../gateway/context.js';
 import { authorizeField } from '../gateway/rest.js';
 import { badInput } from '../kernel/errors.js';
 import { actorOf, findOwned } from './common.js';
@@ -121,9 +121,15 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
           }
           await assertUploadUnused(services.db.em(), claims.jti).catch(refuse);
           // The PUT is the creator's request: it spends that credential's port-operations budget.
-          const admitted = await services.admission
-            .admit(creatorPrincipal(claims), services.policy.fieldRequirements(UPLOAD_FIELD))
-            .catch(refuse);
+          let admitted: AdmissionResult;
+          try {
+            admitted = await services.admission.admit(
+              creatorPrincipal(claims),
+              services.policy.fieldRequirements(UPLOAD_FIELD),
+            );
+          } catch (error) {
+            return refuse(error);
+          }
           reply.headers(admitted.headers);
           const stored = await storeContent(
             services.config.documentsDir,

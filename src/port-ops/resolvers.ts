@@ -185,7 +185,10 @@ export class VesselResolver {
       'Look a vessel up by IMO number. A malformed IMO (bad length or check digit) is an error; an unknown one is null.',
   })
   @RequiresScopes('read:vessels')
-  async vessel(@Arg('imo', () => String) imo: string, @Ctx() ctx: GatewayContext): Promise<Vessel | null> {
+  vessel(
+    @Arg('imo', () => String) imo: string,
+    @Ctx() ctx: GatewayContext,
+  ): Vessel | null | Promise<Vessel | null> {
     return findVesselByImo(ctx.services, () => ctx.em, parseImo(imo));
   }
 

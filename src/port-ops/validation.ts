@@ -12,10 +12,10 @@ export function parseImo(raw: string, field = 'imo'): string {
   }
   // Seven zeros pass the check-digit arithmetic (0 = 0) but are no ship's number.
   if (value === '0000000') throw badInput(field, 'IMO 0000000 is not an IMO number', { rule: 'IMO_FORMAT' });
-  const digits = [...value].map(Number);
-  const sum = digits.slice(0, 6).reduce((acc, d, i) => acc + d * (7 - i), 0);
+  let sum = 0;
+  for (let i = 0; i < 6; i++) sum += (value.charCodeAt(i) - 48) * (7 - i);
   const expected = sum % 10;
-  if (digits[6] !== expected) {
+  if (value.charCodeAt(6) - 48 !== expected) {
     throw badInput(
       field,
       `IMO ${value} fails the check digit: the weighted sum of the first six digits (×7…×2) is ${sum}, so the last digit must be ${expected}`,

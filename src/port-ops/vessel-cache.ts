@@ -43,16 +43,17 @@ function snapshot(vessel: Vessel): Vessel {
 
 /**
  * The vessel with this (already validated) IMO, or null. `em` is asked for only on a miss: a
- * request's EntityManager is forked lazily, and a cache hit should not pay for the fork.
+ * request's EntityManager is forked lazily, and a cache hit should not pay for the fork. A hit is
+ * returned synchronously, so a lookup served from the cache executes without a promise.
  */
 export function findVesselByImo(
   services: AppServices,
   em: () => EntityManager,
   imo: string,
-): Promise<Vessel | null> {
+): Vessel | null | Promise<Vessel | null> {
   const cache = cacheOf(services);
   const hit = cache.get(imo);
-  if (hit !== undefined) return Promise.resolve(hit);
+  if (hit !== undefined) return hit;
   return cache.getOrLoad(imo, async () => {
     const vessel = await em().findOne(Vessel, { imo });
     return vessel ? snapshot(vessel) : null;

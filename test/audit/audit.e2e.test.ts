@@ -49,6 +49,25 @@ describeEachDialect('audit log', (dialect) => {
     });
   });
 
+  it('writes a large batch whole: prepared chunks and the remainder, nothing lost or doubled', async () => {
+    const requestId = `batch-${dialect}`;
+    for (let i = 0; i < 123; i++) {
+      server.app.services.audit.record({
+        at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+        requestId,
+        operation: `GET /batch/${i}`,
+        status: 200,
+        durationMs: i,
+      });
+    }
+    const rows = await records(requestId);
+    expect(rows).toHaveLength(123);
+    expect(new Set(rows.map((r) => r.operation)).size).toBe(123);
+    const last = rows.find((r) => r.operation === 'GET /batch/122')!;
+    expect(last.at.toISOString()).toBe('2026-01-01T00:02:02.000Z');
+    expect(last.durationMs).toBe(122);
+  });
+
   it('honours TRUST_PROXY for the client IP', async () => {
     const proxied = await startTestServer({ env: { TRUST_PROXY: '127.0.0.1' }, seed: true });
     try {

@@ -105,6 +105,26 @@ describeEachDialect('/graphql over HTTP', (dialect) => {
     const notJson = await bad('{"query": ');
     expect(notJson.status).toBe(400);
     expect(notJson.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(notJson.body.errors[0].message).toMatch(/^The body is not valid JSON/);
+    const empty = await bad('');
+    expect(empty.status).toBe(400);
+    expect(empty.body.errors[0].message).toBe('The JSON body is empty');
+    // Prototype-poisoning keys are refused, spelled out or hidden behind \u escapes.
+    for (const poisoned of [
+      '{"query":"{ viewer { plan } }","variables":{"__proto__":{"admin":true}}}',
+      '{"query":"{ viewer { plan } }","variables":{"\\u005f_proto__":{"admin":true}}}',
+      '{"query":"{ viewer { plan } }","variables":{"constructor":{"prototype":{"admin":true}}}}',
+    ]) {
+      const refused = await bad(poisoned);
+      expect(refused.status, poisoned).toBe(400);
+      expect(refused.body.errors[0].message).toMatch(
+        /^The body is not valid JSON: Object contains forbidden prototype property/,
+      );
+    }
+    // A body that merely mentions the words in a value is fine.
+    expect(
+      (await bad(JSON.stringify({ query: '{ viewer { plan } }', variables: { note: '__proto__' } }))).status,
+    ).toBe(200);
     expect((await bad('{}')).status).toBe(400);
     const syntax = await bad(JSON.stringify({ query: '{ vessel(' }));
     expect(syntax.status).toBe(400);

@@ -33,9 +33,20 @@ function principal(plan: Plan, accountId = 'acct-1', keyId = 'key-1'): Principal
   return { accountId, plan, scopes: new Set(), credential: { kind: 'api_key', id: keyId } };
 }
 
-async function outcome(p: Promise<unknown>): Promise<'ok' | string> {
+/** The AppError an admission refuses with (thrown at once or rejected). */
+async function refusalOf(admit: () => unknown): Promise<AppError> {
   try {
-    await p;
+    await admit();
+  } catch (e) {
+    if (e instanceof AppError) return e;
+    throw e;
+  }
+  throw new Error('admitted, but a refusal was expected');
+}
+
+async function outcome(admit: () => unknown): Promise<'ok' | string> {
+  try {
+    await admit();
     return 'ok';
   } catch (e) {
     if (e instanceof AppError) return e.code;
@@ -61,7 +72,7 @@ describe('RateLimiter (in-process)', () => {
       'X-RateLimit-Limit': '3',
       'X-RateLimit-Reset': String(Date.parse('2026-03-10T12:01:00Z') / 1000),
     });
-    const error = await limiter.admit(principal(Plan.ANALYST), liquidity).catch((e: AppError) => e);
+    const error = await refusalOf(() => limiter.admit(principal(Plan.ANALYST), liquidity));
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe('RATE_LIMIT_EXCEEDED');
     expect((error as AppError).headers).toMatchObject({
@@ -70,18 +81,20 @@ describe('RateLimiter (in-process)', () => {
       'X-RateLimit-Limit': '3',
     });
     clock.set('2026-03-10T12:01:00Z');
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST), liquidity))).toBe('ok');
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST), liquidity))).toBe('ok');
   });
 
   it('shares the plan budget across the keys of one account, but not across accounts', async () => {
     const clock = new ManualClock('2026-03-10T12:00:00Z');
     const limiter = new RateLimiter(config, clock, new MemoryCounterStore(clock));
     for (const key of ['a', 'b', 'c'])
-      expect(await outcome(limiter.admit(principal(Plan.ANALYST, 'acct-1', key), liquidity))).toBe('ok');
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST, 'acct-1', 'd'), liquidity))).toBe(
+      expect(await outcome(() => limiter.admit(principal(Plan.ANALYST, 'acct-1', key), liquidity))).toBe(
+        'ok',
+      );
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST, 'acct-1', 'd'), liquidity))).toBe(
       'RATE_LIMIT_EXCEEDED',
     );
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST, 'acct-2', 'e'), liquidity))).toBe('ok');
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST, 'acct-2', 'e'), liquidity))).toBe('ok');
   });
 
   it('spends the monthly quota, answers LIMIT_REACHED, and renews on the 1st (UTC)', async () => {
@@ -90,18 +103,16 @@ describe('RateLimiter (in-process)', () => {
     const results = [];
     for (let i = 0; i < 6; i++) {
       clock.advance(60_000);
-      results.push(await outcome(limiter.admit(principal(Plan.ANALYST), liquidity)));
+      results.push(await outcome(() => limiter.admit(principal(Plan.ANALYST), liquidity)));
     }
     expect(results).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'LIMIT_REACHED']);
-    const error = (await limiter
-      .admit(principal(Plan.ANALYST), liquidity)
-      .catch((e: AppError) => e)) as AppError;
+    const error = await refusalOf(() => limiter.admit(principal(Plan.ANALYST), liquidity));
     expect(error.message).toMatch(/5 calls per calendar month/);
     expect(Number(error.headers['Retry-After'])).toBe(
       Math.ceil((Date.parse('2026-04-01T00:00:00Z') - clock.now().getTime()) / 1000),
     );
     clock.set('2026-04-01T00:00:00Z');
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST), liquidity))).toBe('ok');
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST), liquidity))).toBe('ok');
   });
 
   it('gives Institutional no monthly quota and port operations a per-credential budget of their own', async () => {
@@ -110,12 +121,12 @@ describe('RateLimiter (in-process)', () => {
     const inst = await limiter.admit(principal(Plan.INSTITUTIONAL, 'acct-inst'), liquidity);
     expect(inst.headers['X-RateLimit-Limit']).toBe('600');
     expect(inst.headers['X-Quota-Limit']).toBeUndefined();
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k1'), portOps))).toBe('ok');
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k1'), portOps))).toBe('ok');
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k1'), portOps))).toBe(
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k1'), portOps))).toBe('ok');
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k1'), portOps))).toBe('ok');
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k1'), portOps))).toBe(
       'RATE_LIMIT_EXCEEDED',
     );
-    expect(await outcome(limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k2'), portOps))).toBe('ok');
+    expect(await outcome(() => limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k2'), portOps))).toBe('ok');
     // Port operations did not touch the liquidity budget.
     expect(
       (await limiter.admit(principal(Plan.ANALYST, 'acct-1', 'k1'), liquidity)).headers[
@@ -138,7 +149,7 @@ describeWithRedis('RateLimiter on one Redis shared by two processes', () => {
     const limiters = stores.map((s) => new RateLimiter(config, clock, s));
     try {
       const attempts = Array.from({ length: 200 }, (_, i) =>
-        outcome(limiters[i % 2]!.admit(principal(Plan.ANALYST, 'shared-acct'), liquidity)),
+        outcome(() => limiters[i % 2]!.admit(principal(Plan.ANALYST, 'shared-acct'), liquidity)),
       );
       const results = await Promise.all(attempts);
       expect(results.filter((r) => r === 'ok')).toHaveLength(60);
@@ -202,7 +213,7 @@ describeWithRedis('RateLimiter when Redis stops answering', () => {
       // Redis no longer answers: the local counters take over (they start from zero) and limits still hold.
       const results = [];
       for (let i = 0; i < 4; i++)
-        results.push(await outcome(limiter.admit(principal(Plan.ANALYST), liquidity)));
+        results.push(await outcome(() => limiter.admit(principal(Plan.ANALYST), liquidity)));
       expect(results).toEqual(['ok', 'ok', 'ok', 'RATE_LIMIT_EXCEEDED']);
       expect(reports).toHaveLength(1);
       expect(String(reports[0])).toMatch(/timed out/i);
