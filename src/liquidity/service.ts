@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import { findPlain } from '../db/plain.js';
 import type { FilterQuery } from '@mikro-orm/core';
 import { badInput, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
@@ -136,11 +137,12 @@ export async function listProtocols(
   filter: ProtocolFilter,
   page: Page,
 ): Promise<{ items: Protocol[]; total: number }> {
-  const [items, total] = await em.findAndCount(Protocol, protocolWhere(filter), {
-    orderBy: { slug: 'asc' },
-    limit: page.limit,
-    offset: page.offset,
-  });
+  const where = protocolWhere(filter);
+  // Listed protocols are only read: plain rows, not hydrated entities (src/db/plain.ts).
+  const [items, total] = await Promise.all([
+    findPlain(em, Protocol, where, { orderBy: { slug: 'asc' }, limit: page.limit, offset: page.offset }),
+    em.count(Protocol, where),
+  ]);
   return { items, total };
 }
 
@@ -397,7 +399,7 @@ export interface MarketView {
 
 export async function market(em: EntityManager, category?: string | null): Promise<MarketView> {
   const where = protocolWhere({ category });
-  const protocols = (await em.find(Protocol, where, { orderBy: { slug: 'asc' } })).filter(
+  const protocols = (await findPlain(em, Protocol, where, { orderBy: { slug: 'asc' } })).filter(
     (p) => p.liquidityScore !== null && p.liquidityScore !== undefined,
   );
   const totalAum = protocols.reduce((s, p) => s + p.aum, 0);

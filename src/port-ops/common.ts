@@ -1,12 +1,14 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import {
   UniqueConstraintViolationException,
+  type EntityClass,
   type EntityData,
   type EntityName,
   type FilterQuery,
   type QueryOrderMap,
 } from '@mikro-orm/core';
 import { isUuid } from '../accounts/service.js';
+import { plainEntities } from '../db/plain.js';
 import type { EventPublisher } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';
 import type { Clock } from '../kernel/clock.js';
@@ -165,7 +167,7 @@ export async function findOwnedOrNull<T extends object>(
  */
 export async function findPage<T extends object>(
   em: EntityManager,
-  entity: EntityName<T>,
+  entity: EntityClass<T>,
   where: FilterQuery<T>,
   orderBy: QueryOrderMap<T>,
   page: Page,
@@ -182,12 +184,9 @@ export async function findPage<T extends object>(
     .orderBy(orderBy)
     .limit(page.limit)
     .offset(page.offset)
-    .execute('all', false)) as Array<Record<string, unknown>>;
+    .execute('all')) as Array<Record<string, unknown>>;
   if (rows.length === 0) return { items: [], total: page.offset === 0 ? 0 : await em.count(entity, where) };
   const count = Number(rows[0]!.page_total);
-  const items = rows.map((row) => {
-    delete row.page_total;
-    return em.map(entity, row as never);
-  });
-  return { items, total: count };
+  for (const row of rows) delete row.page_total;
+  return { items: plainEntities(em, entity, rows), total: count };
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import type { EntityName } from '@mikro-orm/core';
+import type { EntityClass, FilterQuery } from '@mikro-orm/core';
+import { findPlain } from '../db/plain.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { Port, PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor, Vessel } from './entities.js';
 
@@ -7,13 +8,11 @@ import { Port, PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor, Vess
  * Every relation of the port-ops graph goes through a per-request DataLoader: one statement per
  * relation per request, however many parents ask. Keys come from rows the caller could already
  * read (tenancy was applied to the parent), so the loaders need no tenant filter of their own.
- * Loaded rows are read-only, so they skip the identity map (about half the hydration cost).
+ * Loaded rows are only read, so they skip the ORM's hydration (src/db/plain.ts).
  */
-const READ_ONLY = { disableIdentityMap: true } as const;
-
-function byId<T extends { id: string }>(entity: EntityName<T>) {
+function byId<T extends { id: string }>(entity: EntityClass<T>) {
   return async (em: EntityManager, ids: readonly string[]): Promise<Array<T | Error>> => {
-    const rows = await em.find(entity, { id: { $in: [...ids] } } as never, READ_ONLY);
+    const rows = await findPlain(em, entity, { id: { $in: [...ids] } } as unknown as FilterQuery<T>);
     const found = new Map(rows.map((r) => [r.id, r]));
     return ids.map((id) => found.get(id) ?? new Error(`${String(entity)} ${id} vanished`));
   };
@@ -43,10 +42,11 @@ export const loadServiceOrders = (ctx: GatewayContext, portCallId: string) =>
   ctx.loaders
     .get<string, ServiceOrder[]>('port-ops.serviceOrdersByCall', async (em, ids) =>
       groupBy(
-        await em.find(
+        await findPlain(
+          em,
           ServiceOrder,
           { portCallId: { $in: [...ids] } },
-          { ...READ_ONLY, orderBy: { createdAt: 'asc', id: 'asc' } },
+          { orderBy: { createdAt: 'asc', id: 'asc' } },
         ),
         'portCallId',
         ids,
@@ -58,10 +58,11 @@ export const loadStatusHistory = (ctx: GatewayContext, subjectType: StatusSubjec
   ctx.loaders
     .get<string, StatusChange[]>(`port-ops.history.${subjectType}`, async (em, ids) =>
       groupBy(
-        await em.find(
+        await findPlain(
+          em,
           StatusChange,
           { subjectType, subjectId: { $in: [...ids] } },
-          { ...READ_ONLY, orderBy: { recordedAt: 'asc', id: 'asc' } },
+          { orderBy: { recordedAt: 'asc', id: 'asc' } },
         ),
         'subjectId',
         ids,
