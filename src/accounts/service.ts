@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, hashPassword, newSecret, sha256Hex, verifyPassword } from '../kernel/crypto.js';
 import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
+import { isUuid } from '../kernel/ids.js';
 import { parsePlan, type Plan } from '../kernel/plans.js';
 import { DEFAULT_KEY_SCOPES, parseScopes } from '../kernel/scopes.js';
 import { Account, ApiKey, User } from './entities.js';
@@ -241,9 +242,4 @@ export async function findKeyBySecret(em: EntityManager, secret: string): Promis
   const key = await em.findOne(ApiKey, { secretHash: hash }, { populate: ['account'] });
   // The index lookup already matched; compare again in constant time as defence in depth.
   return key && constantTimeEqual(key.secretHash, hash) ? key : null;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
 }

@@ -3,7 +3,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Connection, PageArgs, toConnection, toPage } from '../gateway/connection.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { RequiresScopes } from '../gateway/directives.js';
-import { isUuid } from '../accounts/service.js';
+import { isUuid } from '../kernel/ids.js';
 import { badInput } from '../kernel/errors.js';
 import { AuditRecord } from './entities.js';
 

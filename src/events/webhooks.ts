@@ -2,7 +2,7 @@ import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';
-import { isUuid } from '../accounts/service.js';
+import { isUuid } from '../kernel/ids.js';
 import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { hasScope } from '../kernel/scopes.js';

@@ -19,9 +19,3 @@ export function bothNames(graphqlName: string): string {
 export function badField(graphqlName: string, message: string): AppError {
   return badInput(bothNames(graphqlName), message, { field: graphqlName, restField: snakeCase(graphqlName) });
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}

@@ -4,7 +4,8 @@ import { badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { Page } from '../gateway/connection.js';
 import { ScoringProfile, ScoringProfileChange } from './entities.js';
-import { badField, isUuid } from './fields.js';
+import { isUuid } from '../kernel/ids.js';
+import { badField } from './fields.js';
 import {
   COMPONENTS,
   DEFAULT_CAPS,

@@ -14,7 +14,8 @@ import {
   ScoringProfile,
   SupersededAudit,
 } from './entities.js';
-import { badField, isUuid } from './fields.js';
+import { isUuid } from '../kernel/ids.js';
+import { badField } from './fields.js';
 import {
   DEFAULT_CAPS,
   DEFAULT_WEIGHTS,

@@ -7,7 +7,7 @@ import {
   type FilterQuery,
   type QueryOrderMap,
 } from '@mikro-orm/core';
-import { isUuid } from '../accounts/service.js';
+import { isUuid } from '../kernel/ids.js';
 import { plainEntities } from '../db/plain.js';
 import type { EventPublisher } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';

@@ -10,7 +10,7 @@ import type { Page } from '../gateway/connection.js';
 import type { AppServices } from '../gateway/context.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
 import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
-import { isUuid } from '../accounts/service.js';
+import { isUuid } from '../kernel/ids.js';
 import type { Plan } from '../kernel/plans.js';
 import type { CredentialKind, Principal } from '../kernel/principal.js';
 import { stageEvents } from '../events/stage.js';

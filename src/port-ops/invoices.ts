@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/connection.js';
-import { isUuid } from '../accounts/service.js';
+import { isUuid } from '../kernel/ids.js';
 import { DAY } from '../kernel/clock.js';
 import { badInput, conflict } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
