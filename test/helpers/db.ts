@@ -18,39 +18,24 @@ export async function createTestDatabase(
   dialect: 'sqlite' | 'postgresql' = 'sqlite',
   options: DatabaseOptions = {},
 ): Promise<TestDatabase> {
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'tidegate-test-'));
-    const url = join(dir, 'test.sqlite');
-    const db = await openDatabase(url, options);
-    await db.migrate();
-    return {
-      url,
-      db,
-      async drop() {
-        await db.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  }
-  if (!TEST_POSTGRES_URL) throw new Error('TEST_POSTGRES_URL is not set');
-  const name = `tidegate_test_${randomBytes(6).toString('hex')}`;
-  const admin = new Client({ connectionString: TEST_POSTGRES_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(TEST_POSTGRES_URL);
-  url.pathname = `/${name}`;
-  const db = await openDatabase(url.toString(), options);
-  await db.migrate();
+  const database = await openEmptyDatabase(dialect, options);
+  await database.db.migrate();
+  return database;
+}
+
+/** An empty database, opened but not migrated (for tests that run migrations step by step). */
+export async function openEmptyDatabase(
+  dialect: 'sqlite' | 'postgresql',
+  options: DatabaseOptions = {},
+): Promise<TestDatabase> {
+  const empty = await emptyDatabase(dialect);
+  const db = await openDatabase(empty.url, options);
   return {
-    url: url.toString(),
+    url: empty.url,
     db,
     async drop() {
       await db.close();
-      const c = new Client({ connectionString: TEST_POSTGRES_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
+      await empty.drop();
     },
   };
 }

@@ -1,11 +1,6 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from 'pg';
+import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { Account } from '../../src/accounts/entities.js';
-import { openDatabase, type Database } from '../../src/db/orm.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { Plan } from '../../src/kernel/plans.js';
 import {
@@ -22,42 +17,14 @@ import {
   Vessel,
   VesselType,
 } from '../../src/port-ops/entities.js';
-import { describeEachDialect, TEST_POSTGRES_URL } from '../helpers/env.js';
+import { openEmptyDatabase } from '../helpers/db.js';
+import { describeEachDialect } from '../helpers/env.js';
 
 const MINE = 'Migration20261123000700PortOpsIntegrity';
 
-/** An empty database, not yet migrated (the test helper's databases are migrated fully). */
-async function emptyDatabase(
-  dialect: 'sqlite' | 'postgresql',
-): Promise<{ db: Database; drop(): Promise<void> }> {
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'tidegate-mig-'));
-    const db = await openDatabase(join(dir, 'db.sqlite'));
-    return { db, drop: async () => (await db.close(), rmSync(dir, { recursive: true, force: true })) };
-  }
-  const name = `tidegate_test_${randomBytes(6).toString('hex')}`;
-  const admin = new Client({ connectionString: TEST_POSTGRES_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(TEST_POSTGRES_URL!);
-  url.pathname = `/${name}`;
-  const db = await openDatabase(url.toString());
-  return {
-    db,
-    async drop() {
-      await db.close();
-      const c = new Client({ connectionString: TEST_POSTGRES_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
-}
-
 describeEachDialect('port-ops integrity migration', (dialect) => {
   it('links the orders of existing non-VOID invoices; an order billed twice keeps its earliest invoice', async () => {
-    const { db, drop } = await emptyDatabase(dialect);
+    const { db, drop } = await openEmptyDatabase(dialect);
     try {
       const previous = MIGRATIONS[MIGRATIONS.findIndex((m) => m.name === MINE) - 1]!.name;
       await db.orm.getMigrator().up({ to: previous });
