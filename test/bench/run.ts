@@ -3,7 +3,9 @@
  * generator), then measures each scenario with autocannon on loopback — requests/s, p50 and p99 —
  * and prints ratios against each scenario's baseline. Bounded: fixed duration per scenario.
  *
- * BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 20), BENCH_ONLY (substring filter).
+ * BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 20), BENCH_ONLY (substrings separated
+ * by `|`: only the scenarios whose name contains one of them; the extra benchmarks then run only
+ * when BENCH_ONLY names `extra`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -47,7 +49,8 @@ async function loadScenarios(): Promise<BenchScenario[]> {
       if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
     }
   }
-  return ONLY ? all.filter((s) => s.name.includes(ONLY)) : all;
+  const terms = ONLY?.split('|').filter(Boolean);
+  return terms ? all.filter((s) => terms.some((t) => s.name.includes(t))) : all;
 }
 
 async function startServer(dir: string): Promise<{ child: ChildProcess; url: string; keys: Keys }> {
@@ -129,6 +132,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tidegate-bench-'));
   const { child, url, keys } = await startServer(dir);
   const rows: Row[] = [];
+  const extras: Record<string, unknown> = {};
   try {
     for (const s of scenarios) {
       await measure(url, keys, s, 2); // warm-up: JIT, caches, connection pools
@@ -138,13 +142,15 @@ async function main(): Promise<void> {
         `  ${s.name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx ? `, ${row.non2xx} non-2xx` : ''}`,
       );
     }
-    for (const file of ['liquidity', 'events']) {
+    for (const file of ONLY && !ONLY.includes('extra') ? [] : ['liquidity', 'events']) {
       try {
         const mod = (await import(`./${file}.js`)) as {
           extraBenchmarks?: (ctx: { url: string; keys: Keys }) => Promise<Record<string, unknown>>;
         };
-        if (mod.extraBenchmarks)
-          console.log(JSON.stringify({ [file]: await mod.extraBenchmarks({ url, keys }) }, null, 2));
+        if (mod.extraBenchmarks) {
+          extras[file] = await mod.extraBenchmarks({ url, keys });
+          console.log(JSON.stringify({ [file]: extras[file] }, null, 2));
+        }
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
       }
@@ -169,7 +175,7 @@ async function main(): Promise<void> {
   mkdirSync('data/bench', { recursive: true });
   writeFileSync(
     'data/bench/results.json',
-    JSON.stringify({ at: new Date().toISOString(), cpu, rows }, null, 2),
+    JSON.stringify({ at: new Date().toISOString(), cpu, rows, extras }, null, 2),
   );
   rmSync(dir, { recursive: true, force: true });
 }
