@@ -1,4 +1,4 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { isUniqueViolation } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, hashPassword, newSecret, sha256Hex, verifyPassword } from '../kernel/crypto.js';
@@ -223,8 +223,7 @@ export async function rotateApiKey(
       await tx.flush();
     } catch (e) {
       // A concurrent rotation of the same key committed first (unique rotated_from_id).
-      if (e instanceof UniqueConstraintViolationException)
-        throw new AppError('CONFLICT', `API key ${id} was already rotated`, { id });
+      if (isUniqueViolation(e)) throw new AppError('CONFLICT', `API key ${id} was already rotated`, { id });
       throw e;
     }
     return { ...created, previous: old };

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
-import { badInput } from '../kernel/errors.js';
+import { isUniqueViolation } from '../db/errors.js';
+import { badInput, conflict } from '../kernel/errors.js';
 import type { DomainEvent } from '../gateway/context.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import {
@@ -158,7 +159,7 @@ export async function ingestMetrics(
     throw badInput('file', `has ${records.length} rows; at most ${MAX_ROWS} per file`);
   const rows = records.map((r) => validateRow(r.at, r.record, today));
 
-  return em.transactional(async (tx) => {
+  return inOneTransaction(em, async (tx) => {
     const all = await tx.find(Protocol, { active: true });
     const bySlug = new Map(all.map((p) => [p.slug, p]));
     const byProtocol = new Map<string, MetricRow[]>();
@@ -606,4 +607,23 @@ function alertsFor(list: Watchlist, c: Change): Array<{ kind: WatchlistAlertKind
       out.push({ kind: WatchlistAlertKind.COMPLIANCE, message: `${p.name}: ${m.message}` });
   }
   return out;
+}
+
+/**
+ * The whole file in one transaction. Two ingestions writing the same protocol-day at once collide
+ * on the day's unique key: the later commit loses, all of it, with a 409 rather than a 500.
+ */
+async function inOneTransaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  try {
+    return await em.transactional(work);
+  } catch (e) {
+    if (isUniqueViolation(e))
+      throw conflict(
+        'Another ingestion wrote some of these days at the same time; nothing was applied, retry',
+        {
+          reason: 'CONCURRENT',
+        },
+      );
+    throw e;
+  }
 }

@@ -1,4 +1,4 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { isUniqueViolation } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
@@ -340,8 +340,7 @@ async function slugConflictAs409<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (e) {
-    if (e instanceof UniqueConstraintViolationException)
-      throw conflict('A protocol with that slug already exists', { field: 'slug' });
+    if (isUniqueViolation(e)) throw conflict('A protocol with that slug already exists', { field: 'slug' });
     throw e;
   }
 }

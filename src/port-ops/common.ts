@@ -1,6 +1,6 @@
+import { isUniqueViolation } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import {
-  UniqueConstraintViolationException,
   type EntityClass,
   type EntityData,
   type EntityName,
@@ -144,8 +144,9 @@ export async function lockPortCall(tx: EntityManager, id: string): Promise<PortC
  * column name (as it appears in SQLite's and PostgreSQL's messages) to the error to raise.
  */
 export function uniqueConflict(error: unknown, columns: Record<string, () => AppError>): unknown {
-  if (!(error instanceof UniqueConstraintViolationException)) return error;
-  const match = Object.entries(columns).find(([column]) => error.message.includes(column));
+  if (!isUniqueViolation(error)) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const match = Object.entries(columns).find(([column]) => message.includes(column));
   return match ? match[1]() : error;
 }
 
