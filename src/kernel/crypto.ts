@@ -1,13 +1,15 @@
 import {
   createHash,
+  hash,
   randomBytes,
   scrypt as scryptCb,
   timingSafeEqual,
   type ScryptOptions,
 } from 'node:crypto';
 
+/** One-shot `crypto.hash`: no Hash object per call (it runs on every API-key request). */
 export function sha256Hex(value: string | Buffer): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time comparison of two strings of possibly different lengths. */
