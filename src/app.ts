@@ -94,7 +94,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   for (const module of MODULES) await module.start?.(services);
 
   registerErrorHandlers(fastify);
-  registerEdge(fastify, credentials, audit);
+  registerEdge(fastify, credentials, audit, clock);
 
   let closing = false;
   fastify.get('/healthz', async () => ({ status: 'ok' }));

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import './fastify-types.js';
 import { AppError, ERROR_CODES, unauthenticated, withHeaders } from '../kernel/errors.js';
 import type { AuditWriter } from '../audit/writer.js';
+import type { Clock } from '../kernel/clock.js';
 import { isPromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import { extractCredential, type CredentialResolver } from './credentials.js';
@@ -23,6 +24,7 @@ export function registerEdge(
   app: FastifyInstance,
   credentials: CredentialResolver,
   audit: AuditWriter,
+  clock: Clock,
 ): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('presentation', null);
@@ -51,7 +53,7 @@ export function registerEdge(
     if (!name) return done();
     const principal = request.principal;
     audit.record({
-      at: new Date(),
+      at: clock.now(),
       requestId: request.id,
       accountId: principal?.accountId,
       credentialKind: principal?.credential.kind,

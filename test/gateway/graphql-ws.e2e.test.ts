@@ -318,6 +318,7 @@ describe('graphql-ws behind a trusted proxy, on an injected clock', () => {
     expect(http.status).toBe(200);
     const [httpRow] = await auditOf(server, `${requestId}-http`);
     expect(httpRow!.ip).toBe(rows[0]!.ip);
+    expect(httpRow!.at.toISOString()).toBe('2026-03-04T05:06:07.000Z');
     await socket.close();
   });
 });
