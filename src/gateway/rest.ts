@@ -274,10 +274,15 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** The 400 for a query parameter given more than once (also used by hand-written routes). */
+export function repeatedParameter(name: string, count: number): AppError {
+  return badInput(name, `must be given once (got ${count} values)`);
+}
+
 function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
   // `?limit=10&limit=20` has no single meaning: refuse rather than guess which one was meant.
   if (Array.isArray(raw) && spec.from === 'query' && spec.type !== 'stringList')
-    throw badInput(name, `must be given once (got ${raw.length} values)`);
+    throw repeatedParameter(name, raw.length);
   switch (spec.type) {
     case 'string':
       if (typeof raw !== 'string') throw badInput(name, 'must be a string');

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
-import { authorizeField } from '../gateway/rest.js';
+import { authorizeField, repeatedParameter } from '../gateway/rest.js';
 import { badInput } from '../kernel/errors.js';
 import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';
 
@@ -109,11 +109,11 @@ async function* json(source: AsyncGenerator<Record<string, unknown>>): AsyncGene
   yield ']';
 }
 
-/** One query parameter given at most once: a repeated parameter is ambiguous, so it is an error. */
+/** One query parameter given at most once: a repeated one is ambiguous, the same 400 as the shims give. */
 function single(query: Record<string, unknown>, name: string): string | undefined {
   const value = query[name];
   if (value === undefined || value === '') return undefined;
-  if (Array.isArray(value)) throw badInput(name, `give it once (got ${value.length} values)`);
+  if (Array.isArray(value)) throw repeatedParameter(name, value.length);
   if (typeof value !== 'string') throw badInput(name, 'must be a string');
   return value;
 }

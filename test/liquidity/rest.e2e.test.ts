@@ -259,13 +259,20 @@ describeEachDialect('liquidity REST routes', (dialect) => {
     const id = '7a0c1f4e-1d2b-4c3a-9e8f-0123456789ab';
     for (const [query, message] of [
       ['profile_id=nope', "profile_id: must be a scoring profile id, a UUID (got 'nope')"],
-      ['format=csv&format=json', 'format: give it once (got 2 values)'],
-      [`profile_id=${id}&profile_id=${id}`, 'profile_id: give it once (got 2 values)'],
+      ['format=csv&format=json', 'format: must be given once (got 2 values)'],
+      [`profile_id=${id}&profile_id=${id}`, 'profile_id: must be given once (got 2 values)'],
     ] as const) {
       const res = await rest(server.url, `/v1/export?${query}`, { key: pro });
       expect(res.status, query).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'BAD_USER_INPUT', message });
     }
+    // The shim routes refuse a repeat with the same words.
+    const twice = await rest(server.url, `/v1/scores?profile_id=${id}&profile_id=${id}`, { key: pro });
+    expect(twice.status).toBe(400);
+    expect(twice.body.error).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      message: 'profile_id: must be given once (got 2 values)',
+    });
     const gqlRes = await gql(server.url, '{ score(slug: "harbor-treasury", profileId: "nope") { score } }', {
       key: pro,
     });
