@@ -31,10 +31,13 @@ export class Migration20261123000700PortOpsIntegrity extends PortableMigration {
            from invoices i cross join lateral json_array_elements_text(i.service_order_ids) as o(value)
            where i.status <> 'VOID'
            order by o.value, i.created_at, i.id`
-        : `insert or ignore into invoice_order_links (service_order_id, invoice_id)
+        : // The ORDER BY must be on the outer select: SQLite flattens an ordered subquery in FROM
+          // and drops its ORDER BY, and `insert or ignore` keeps the first row it sees per order.
+          `insert or ignore into invoice_order_links (service_order_id, invoice_id)
            select o.value, i.id
-           from (select * from invoices order by created_at, id) i, json_each(i.service_order_ids) o
-           where i.status <> 'VOID'`,
+           from invoices i, json_each(i.service_order_ids) o
+           where i.status <> 'VOID'
+           order by i.created_at, i.id`,
     );
   }
 }
