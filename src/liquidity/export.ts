@@ -128,7 +128,7 @@ export function registerExport(app: FastifyInstance, services: AppServices): voi
       if (format !== 'csv' && format !== 'json')
         throw badInput('format', `must be csv or json (got '${requested}')`);
       const em = services.db.em();
-      const scoring = await scoringFor(em, principal, single(query, 'profile_id'), 'profile_id');
+      const scoring = await scoringFor(em, principal, single(query, 'profile_id'));
       const date = services.clock.now().toISOString().slice(0, 10);
       reply
         .header(

@@ -166,19 +166,15 @@ export interface Scoring {
 
 export const DEFAULT_SCORING: Scoring = { profileId: null, weights: DEFAULT_WEIGHTS, caps: DEFAULT_CAPS };
 
-/** `field` names the parameter in errors (the REST export route passes `profile_id`). */
 export async function scoringFor(
   em: EntityManager,
   principal: Principal,
   profileId: string | null | undefined,
-  field?: string,
 ): Promise<Scoring> {
   if (!profileId) return DEFAULT_SCORING;
   // Checked before the query: PostgreSQL rejects a malformed uuid with an error, not an empty result.
-  if (!isUuid(profileId)) {
-    const message = `must be a scoring profile id, a UUID (got '${profileId}')`;
-    throw field ? badInput(field, message) : badField('profileId', message);
-  }
+  if (!isUuid(profileId))
+    throw badField('profileId', `must be a scoring profile id, a UUID (got '${profileId}')`);
   const profile = await em.findOne(ScoringProfile, { id: profileId, accountId: principal.accountId });
   if (!profile) throw notFound('Scoring profile', profileId);
   return { profileId: profile.id, weights: profile.weights, caps: profile.penaltyCaps };

@@ -258,7 +258,7 @@ describeEachDialect('liquidity REST routes', (dialect) => {
     }
     const id = '7a0c1f4e-1d2b-4c3a-9e8f-0123456789ab';
     for (const [query, message] of [
-      ['profile_id=nope', "profile_id: must be a scoring profile id, a UUID (got 'nope')"],
+      ['profile_id=nope', "profileId / profile_id: must be a scoring profile id, a UUID (got 'nope')"],
       ['format=csv&format=json', 'format: must be given once (got 2 values)'],
       [`profile_id=${id}&profile_id=${id}`, 'profile_id: must be given once (got 2 values)'],
     ] as const) {
