@@ -51,7 +51,7 @@ export type Query = {
   scores: ScoreConnection;
   /** Latest score of one protocol; null when the slug is unknown. */
   score?: Maybe<Score>;
-  /** The inputs, weights and caps behind an audit id (default methodology scores). */
+  /** The inputs, weights and caps behind an audit id: a stored default score, a scoring-profile result once served, or a score superseded by late or corrected data. */
   scoreAudit?: Maybe<ScoreAudit>;
   /** The last 30 daily scores and the trajectory; null when the slug is unknown. */
   scoreHistory?: Maybe<ScoreHistory>;

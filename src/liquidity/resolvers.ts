@@ -162,7 +162,8 @@ export class LiquidityResolver {
 
   @Query(() => ScoreAuditRecord, {
     nullable: true,
-    description: 'The inputs, weights and caps behind an audit id (default methodology scores).',
+    description:
+      'The inputs, weights and caps behind an audit id: a stored default score, a scoring-profile result once served, or a score superseded by late or corrected data.',
   })
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
