@@ -74,7 +74,9 @@ export function tenant(principal: Principal): { accountId?: string } {
 
 /**
  * Loads one tenant-owned row or throws 404. Another account's id is indistinguishable from an
- * unknown one, so ids leak nothing across tenants.
+ * unknown one, so ids leak nothing across tenants. With `disableIdentityMap`, the row is a plain
+ * snapshot outside the identity map: inside a transaction, the guarded writes below are then the
+ * only writes and nothing is flushed behind their back.
  */
 export async function findOwned<T extends object>(
   em: EntityManager,
@@ -82,28 +84,10 @@ export async function findOwned<T extends object>(
   label: string,
   principal: Principal,
   id: string,
+  options: { disableIdentityMap?: boolean } = {},
 ): Promise<T> {
   if (!isUuid(id)) throw notFound(label, id);
-  const row = await em.findOne(entity, { id, ...tenant(principal) } as FilterQuery<T>);
-  if (!row) throw notFound(label, id);
-  return row;
-}
-
-/**
- * Loads a tenant-owned row inside a transaction as a plain snapshot (outside the identity map),
- * so the guarded writes below are the only writes and nothing is flushed behind their back.
- */
-export async function findOwnedSnapshot<T extends object>(
-  tx: EntityManager,
-  entity: EntityName<T>,
-  label: string,
-  principal: Principal,
-  id: string,
-): Promise<T> {
-  if (!isUuid(id)) throw notFound(label, id);
-  const row = await tx.findOne(entity, { id, ...tenant(principal) } as FilterQuery<T>, {
-    disableIdentityMap: true,
-  });
+  const row = await em.findOne(entity, { id, ...tenant(principal) } as FilterQuery<T>, options);
   if (!row) throw notFound(label, id);
   return row;
 }

@@ -9,7 +9,6 @@ import {
   actorOf,
   commit,
   findOwned,
-  findOwnedSnapshot,
   findPage,
   guardedUpdate,
   illegalMove,
@@ -235,7 +234,7 @@ export async function transitionInvoice(
 ): Promise<Invoice> {
   const target = parseEnum(InvoiceStatus, to, 'status');
   return commit(deps, async (tx) => {
-    const invoice = await findOwnedSnapshot(tx, Invoice, 'Invoice', principal, id);
+    const invoice = await findOwned(tx, Invoice, 'Invoice', principal, id, { disableIdentityMap: true });
     const from = invoice.status;
     const allowed = INVOICE_TRANSITIONS[from];
     if (!allowed.includes(target)) throw illegalMove('Invoice', from, target, allowed);

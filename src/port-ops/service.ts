@@ -9,7 +9,6 @@ import {
   actorOf,
   commit,
   findOwned,
-  findOwnedSnapshot,
   findPage,
   guardedUpdate,
   illegalMove,
@@ -258,7 +257,7 @@ export async function updatePortCall(
       : requireText(patch.voyageReference, 'voyageReference', 64);
   return deps.em
     .transactional(async (tx) => {
-      const call = await findOwnedSnapshot(tx, PortCall, 'PortCall', principal, id);
+      const call = await findOwned(tx, PortCall, 'PortCall', principal, id, { disableIdentityMap: true });
       if (isFinishedCall(call.status))
         throw conflict(`Port call ${id} is ${call.status} and can no longer be changed`, {
           status: call.status,
@@ -313,7 +312,7 @@ export async function transitionPortCall(
   if (at > now) throw badInput('at', 'an actual time cannot be in the future');
   const actor = actorOf(principal);
   return commit(deps, async (tx) => {
-    const call = await findOwnedSnapshot(tx, PortCall, 'PortCall', principal, id);
+    const call = await findOwned(tx, PortCall, 'PortCall', principal, id, { disableIdentityMap: true });
     const from = call.status;
     if (!PORT_CALL_TRANSITIONS[from].includes(target))
       throw illegalMove('Port call', from, target, PORT_CALL_TRANSITIONS[from]);
@@ -393,7 +392,7 @@ async function cancelOpenOrders(
  */
 export async function deletePortCall(deps: Deps, principal: Principal, id: string): Promise<string> {
   await deps.em.transactional(async (tx) => {
-    await findOwnedSnapshot(tx, PortCall, 'PortCall', principal, id);
+    await findOwned(tx, PortCall, 'PortCall', principal, id, { disableIdentityMap: true });
     await lockPortCall(tx, id);
     const [orders, documents] = await Promise.all([
       tx.count(ServiceOrder, { portCallId: id }),
@@ -675,7 +674,9 @@ export async function transitionServiceOrder(
   const target = parseEnum(ServiceOrderStatus, to, 'status');
   const actor = actorOf(principal);
   return commit(deps, async (tx) => {
-    const order = await findOwnedSnapshot(tx, ServiceOrder, 'ServiceOrder', principal, id);
+    const order = await findOwned(tx, ServiceOrder, 'ServiceOrder', principal, id, {
+      disableIdentityMap: true,
+    });
     const allowed = SERVICE_ORDER_TRANSITIONS[order.status];
     if (!allowed.includes(target)) throw illegalMove('Service order', order.status, target, allowed);
     if (NEEDS_OPEN_CALL.includes(target)) {
