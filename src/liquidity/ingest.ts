@@ -25,7 +25,7 @@ import {
   type Tier,
 } from './engine/score.js';
 import { FieldReader, failAt, readRecords, type FileFormat, type Locator } from './records.js';
-import { daysBetween, inputsOf, insertDays, shiftDate, termsOf } from './service.js';
+import { daysBetween, inputsOf, insertDays, latestDays, shiftDate, termsOf } from './service.js';
 
 /**
  * Daily-metrics ingestion: parse → validate every row (a bad file is rejected whole, naming the
@@ -411,16 +411,8 @@ function eventDrafts(changes: Change[]): EventDraft[] {
 
 /** The latest stored inputs of each protocol (its `scoreAsOf` day), in one query. */
 async function latestInputs(em: EntityManager, protocols: Protocol[]): Promise<Map<string, ScoreInputs>> {
-  const scored = protocols.filter((p) => p.scoreAsOf);
-  if (scored.length === 0) return new Map();
-  const days = await em.find(LiquidityDay, {
-    protocolId: { $in: scored.map((p) => p.id) },
-    asOf: { $in: [...new Set(scored.map((p) => p.scoreAsOf!))] },
-  });
-  const wanted = new Map(scored.map((p) => [p.id, p.scoreAsOf]));
-  return new Map(
-    days.filter((d) => wanted.get(d.protocolId) === d.asOf).map((d) => [d.protocolId, inputsOf(d)]),
-  );
+  const days = await latestDays(em, protocols);
+  return new Map([...days].map(([protocolId, day]) => [protocolId, inputsOf(day)]));
 }
 
 /** The stored days each protocol's rows may touch: from the day before its earliest row on. */
