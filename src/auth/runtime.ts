@@ -6,7 +6,13 @@ import type { TokenVerifier } from '../gateway/credentials.js';
 import type { Principal } from '../kernel/principal.js';
 import { AccessTokenRecord, AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
 import { KeyStore, SIGNING_ALG } from './keys.js';
-import { FailureThrottle, MemoryFailureStore, RedisFailureStore, type FailureStore } from './throttle.js';
+import {
+  FailureThrottle,
+  MemoryFailureStore,
+  RedisFailureStore,
+  ResilientFailureStore,
+  type FailureStore,
+} from './throttle.js';
 import { ACCESS_TOKEN_TYPE, type Issuer, type Revocation } from './tokens.js';
 
 /** Claims of a verified access token, kept until exp. */
@@ -44,6 +50,8 @@ export class AuthRuntime implements TokenVerifier {
   readonly loginThrottle: FailureThrottle;
   readonly clientThrottle: FailureThrottle;
   private readonly throttleStore: FailureStore;
+  /** Connected in start(); behind throttleStore, which counts in this process when Redis does not answer. */
+  private readonly sharedThrottle: RedisFailureStore | undefined;
   /** jti → expiry (ms). Entries are dropped once the token would have expired anyway. */
   private readonly denied = new Map<string, number>();
   private readonly cache = new Map<string, CacheEntry>();
@@ -55,9 +63,18 @@ export class AuthRuntime implements TokenVerifier {
     const { config, clock } = services;
     this.keys = new KeyStore(() => services.db.em(), clock, services.secrets);
     this.issuer = { clock, keys: this.keys, issuer: config.publicUrl, audience: config.resourceUrl };
-    this.throttleStore = config.redisUrl
+    const local = new MemoryFailureStore(clock);
+    this.sharedThrottle = config.redisUrl
       ? new RedisFailureStore(config.redisUrl, `${config.redisPrefix}:auth:`)
-      : new MemoryFailureStore(clock);
+      : undefined;
+    this.throttleStore = this.sharedThrottle
+      ? new ResilientFailureStore(this.sharedThrottle, local, clock, (err) =>
+          services.logger.warn(
+            { err },
+            'auth throttle: Redis did not answer; counting failures in this process until it does',
+          ),
+        )
+      : local;
     const windowMs = config.authThrottleWindowMs;
     this.loginThrottle = new FailureThrottle('login', this.throttleStore, {
       perSubject: config.authLoginMaxFailures,
@@ -76,12 +93,19 @@ export class AuthRuntime implements TokenVerifier {
   }
 
   async start(): Promise<void> {
-    await this.keys.sealPlaintextKeys();
-    await this.keys.ensureKey();
-    // Opens the signing key now: a wrong SECRETS_KEY stops the start with a clear error, not issuance later.
-    await this.keys.signingKey(this.em);
-    await this.keys.reload();
-    await this.reloadDenyList();
+    try {
+      await this.sharedThrottle?.connect();
+      await this.keys.sealPlaintextKeys();
+      await this.keys.ensureKey();
+      // Opens the signing key now: a wrong SECRETS_KEY stops the start with a clear error, not issuance later.
+      await this.keys.signingKey(this.em);
+      await this.keys.reload();
+      await this.reloadDenyList();
+    } catch (e) {
+      // stop() is never called for a runtime that did not start: release the Redis connection here.
+      await this.throttleStore.close();
+      throw e;
+    }
     this.refreshTimer = setInterval(() => {
       // Revocations by other processes (or the CLI) arrive here within one interval.
       this.tick().catch((e) => this.services.logger.warn({ err: e }, 'auth housekeeping failed'));

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { Clock } from '../kernel/clock.js';
+import { MINUTE, type Clock } from '../kernel/clock.js';
 import { sha256Hex } from '../kernel/crypto.js';
 
 const MAX_TRACKED = 100_000;
@@ -68,6 +68,8 @@ return 0`;
 /**
  * Shared by every process on one Redis (REDIS_URL), so running more processes does not multiply
  * the failures an attacker may try. Windows follow Redis's clock, not the injected one.
+ * Configured like the rate limiter's store (src/gateway/limits.ts): commands fail after
+ * `commandTimeoutMs` or at once while disconnected, and ResilientFailureStore counts locally then.
  */
 export class RedisFailureStore implements FailureStore {
   private readonly redis: Redis;
@@ -75,8 +77,21 @@ export class RedisFailureStore implements FailureStore {
   constructor(
     url: string,
     private readonly prefix: string,
+    commandTimeoutMs = 500,
   ) {
-    this.redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2 });
+    this.redis = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      commandTimeout: commandTimeoutMs,
+      enableOfflineQueue: false,
+    });
+    // Connection errors surface on the commands; ioredis would otherwise print each retry.
+    this.redis.on('error', () => {});
+  }
+
+  /** Connects; a server whose REDIS_URL does not answer at start refuses to start. */
+  async connect(): Promise<void> {
+    await this.redis.connect();
   }
 
   async blockedFor(limits: ReadonlyArray<{ key: string; max: number }>): Promise<number> {
@@ -95,7 +110,53 @@ export class RedisFailureStore implements FailureStore {
   }
 }
 
-export interface ThrottleLimits {
+/**
+ * The shared store first; when it fails or does not answer in time, this process's own counters
+ * (as the rate limiter does). A Redis outage then loosens the throttle to per-process counts
+ * instead of failing sign-ins and token requests; it is reported at most once a minute.
+ */
+export class ResilientFailureStore implements FailureStore {
+  private lastReported = 0;
+
+  constructor(
+    private readonly primary: FailureStore,
+    private readonly fallback: FailureStore,
+    private readonly clock: Clock,
+    private readonly report: (error: unknown) => void,
+  ) {}
+
+  async blockedFor(limits: ReadonlyArray<{ key: string; max: number }>): Promise<number> {
+    try {
+      return await this.primary.blockedFor(limits);
+    } catch (e) {
+      this.reported(e);
+      return this.fallback.blockedFor(limits);
+    }
+  }
+
+  async fail(keys: readonly string[], windowMs: number): Promise<void> {
+    try {
+      await this.primary.fail(keys, windowMs);
+    } catch (e) {
+      this.reported(e);
+      await this.fallback.fail(keys, windowMs);
+    }
+  }
+
+  private reported(error: unknown): void {
+    const now = this.clock.now().getTime();
+    if (now - this.lastReported >= MINUTE) {
+      this.lastReported = now;
+      this.report(error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.primary.close(), this.fallback.close()]);
+  }
+}
+
+interface ThrottleLimits {
   /** Failures allowed per source IP and subject (email or client_id) within the window. */
   perSubject: number;
   /** Failures allowed per source IP, whatever the subject (spraying many emails or clients). */

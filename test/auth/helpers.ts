@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { createUser } from '../../src/accounts/service.js';
 import { authCommands } from '../../src/auth/cli.js';
 import { AccessTokenRecord, AuthorizationCode, RefreshToken } from '../../src/auth/entities.js';
@@ -304,3 +304,51 @@ export async function getJson(url: string): Promise<Json> {
 
 /** Poses as a client at `ip` (the server must run with TRUST_PROXY=true). */
 export const fromIp = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip });
+
+/**
+ * A TCP proxy in front of Redis that can go silent: bytes dropped both ways, sockets left open
+ * (a half-open connection, noticed only by never getting a reply). With `only`, silence applies to
+ * the connections that have sent a chunk matching it (e.g. the auth throttle's keys), so the
+ * server's other Redis clients keep working. Copied from test/gateway/limits.test.ts.
+ */
+export async function silenceableRedisProxy(target: URL, only: (chunk: string) => boolean = () => true) {
+  let silent = false;
+  const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
+  let accepted = 0;
+  const server = createServer((client) => {
+    accepted += 1;
+    const upstream = createConnection(Number(target.port || 6379), target.hostname);
+    let matched = false;
+    clients.add(client);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => socket.destroy());
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.on('close', () => {
+      clients.delete(client);
+      upstream.destroy();
+    });
+    upstream.on('close', () => client.destroy());
+    const dropped = () => silent && matched;
+    client.on('data', (chunk: Buffer) => {
+      if (only(chunk.toString('latin1'))) matched = true;
+      if (!dropped()) upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => dropped() || client.write(chunk));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    silence: () => (silent = true),
+    /** Client connections still open through the proxy. */
+    openConnections: () => clients.size,
+    /** Client connections accepted so far. */
+    accepted: () => accepted,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
