@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
-import { isUniqueViolation } from '../db/errors.js';
+import { conflictOnUnique } from '../db/errors.js';
 import { badInput, conflict } from '../kernel/errors.js';
 import type { DomainEvent } from '../gateway/context.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
@@ -605,17 +605,12 @@ function alertsFor(list: Watchlist, c: Change): Array<{ kind: WatchlistAlertKind
  * The whole file in one transaction. Two ingestions writing the same protocol-day at once collide
  * on the day's unique key: the later commit loses, all of it, with a 409 rather than a 500.
  */
-async function inOneTransaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
-  try {
-    return await em.transactional(work);
-  } catch (e) {
-    if (isUniqueViolation(e))
-      throw conflict(
-        'Another ingestion wrote some of these days at the same time; nothing was applied, retry',
-        {
-          reason: 'CONCURRENT',
-        },
-      );
-    throw e;
-  }
+function inOneTransaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return conflictOnUnique(
+    () => em.transactional(work),
+    () =>
+      conflict('Another ingestion wrote some of these days at the same time; nothing was applied, retry', {
+        reason: 'CONCURRENT',
+      }),
+  );
 }

@@ -1,4 +1,4 @@
-import { isUniqueViolation } from '../db/errors.js';
+import { conflictOnUnique } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
@@ -336,13 +336,10 @@ async function applyUpdate(
 const today = (clock: Clock) => clock.now().toISOString().slice(0, 10);
 
 /** Two admins claiming one slug at once: the database's unique index decides, and the loser gets a 409. */
-async function slugConflictAs409<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (e) {
-    if (isUniqueViolation(e)) throw conflict('A protocol with that slug already exists', { field: 'slug' });
-    throw e;
-  }
+function slugConflictAs409<T>(work: () => Promise<T>): Promise<T> {
+  return conflictOnUnique(work, () =>
+    conflict('A protocol with that slug already exists', { field: 'slug' }),
+  );
 }
 
 export async function createProtocol(

@@ -267,6 +267,19 @@ describeEachDialect('liquidity protocol onboarding', (dialect) => {
     expect(await counts()).toEqual(before);
   });
 
+  it('gives one of two admins creating the same slug at once a 409 naming slug, never a 500', async () => {
+    const [before] = await counts();
+    const input = { ...VALID, slug: 'twin-notes' };
+    const results = await Promise.all(
+      [1, 2].map(() => gql(server.url, CREATE, { key: admin, variables: { input } })),
+    );
+    const errors = results.map((r) => r.body.errors?.[0]).filter(Boolean);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ extensions: { code: 'CONFLICT', field: 'slug' } });
+    expect(errors[0]!.message).toMatch(/^A protocol with (that slug|slug 'twin-notes') already exists$/);
+    expect(await em().count(Protocol, {})).toBe(before! + 1);
+  });
+
   it('imports protocols from a file with the CLI, all rows or none, naming line and field', async () => {
     const cmd = liquidityCommands.find((c) => c.name === 'liquidity protocols')!;
     const ctx = { config: server.config, db: server.database.db, clock };
