@@ -114,12 +114,17 @@ export async function guardedUpdate<T extends object>(
 
 /**
  * Locks a port call's row until commit by writing its own status back, so it cannot be moved or
- * deleted between the caller's checks and writes (works alike on SQLite and PostgreSQL).
+ * deleted between the caller's checks and writes (works alike on SQLite and PostgreSQL). With a
+ * principal, the call must be theirs (404 otherwise); without one, `id` comes from a row the
+ * caller was already allowed to read.
  */
-export async function lockPortCall(tx: EntityManager, id: string): Promise<PortCall> {
-  const call = await tx.findOne(PortCall, { id }, { disableIdentityMap: true });
+export async function lockPortCall(tx: EntityManager, id: string, principal?: Principal): Promise<PortCall> {
+  const snapshot = { disableIdentityMap: true };
+  const call = principal
+    ? await findOwned(tx, PortCall, 'PortCall', principal, id, snapshot)
+    : await tx.findOne(PortCall, { id }, snapshot);
   if (!call) throw notFound('PortCall', id);
-  await guardedUpdate(tx, PortCall, 'Port call', id, { status: call.status }, { status: call.status });
+  await guardedUpdate(tx, PortCall, 'Port call', call.id, { status: call.status }, { status: call.status });
   return call;
 }
 

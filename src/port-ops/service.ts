@@ -392,8 +392,7 @@ async function cancelOpenOrders(
  */
 export async function deletePortCall(deps: Deps, principal: Principal, id: string): Promise<string> {
   await deps.em.transactional(async (tx) => {
-    await findOwned(tx, PortCall, 'PortCall', principal, id, { disableIdentityMap: true });
-    await lockPortCall(tx, id);
+    await lockPortCall(tx, id, principal);
     const [orders, documents] = await Promise.all([
       tx.count(ServiceOrder, { portCallId: id }),
       tx.count(Document, { attachedType: AttachmentType.PORT_CALL, attachedId: id }),
@@ -410,15 +409,16 @@ export async function deletePortCall(deps: Deps, principal: Principal, id: strin
   return id;
 }
 
-/** Locks the call for the rest of the transaction, then checks it still takes work. */
+/** Locks the call (the principal's, when given) for the rest of the transaction, then checks it still takes work. */
 async function lockOpenCall(
   tx: EntityManager,
   callId: string,
-  refusal: (status: PortCallStatus) => string,
+  refusal: (call: PortCall) => string,
+  principal?: Principal,
 ): Promise<PortCall> {
-  const call = await lockPortCall(tx, callId);
+  const call = await lockPortCall(tx, callId, principal);
   if (isFinishedCall(call.status))
-    throw conflict(refusal(call.status), { status: call.status, portCallId: callId });
+    throw conflict(refusal(call), { status: call.status, portCallId: call.id });
   return call;
 }
 
@@ -582,14 +582,14 @@ export async function createServiceOrder(
   const details = parseServiceDetails(serviceType, input.details);
   const requestedFor = parseDate(input.requestedFor, 'requestedFor');
   return commit(deps, async (tx) => {
-    const found = await findOwned(tx, PortCall, 'PortCall', principal, input.portCallId);
-    const vendor = await findOwned(tx, Vendor, 'Vendor', principal, input.vendorId);
     const call = await lockOpenCall(
       tx,
-      found.id,
-      (status) =>
-        `Port call ${found.id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
+      input.portCallId,
+      ({ id, status }) =>
+        `Port call ${id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
+      principal,
     );
+    const vendor = await findOwned(tx, Vendor, 'Vendor', principal, input.vendorId);
     const port = await tx.findOneOrFail(Port, call.portId);
     if (!vendor.active)
       throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
@@ -683,7 +683,7 @@ export async function transitionServiceOrder(
       await lockOpenCall(
         tx,
         order.portCallId,
-        (status) =>
+        ({ status }) =>
           `Service order ${id} cannot go to ${target}: its port call ${order.portCallId} is ${status} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
       );
     }

@@ -464,6 +464,26 @@ describeEachDialect('port-ops rules: every error is clear and writes nothing', (
         404,
         /PortCall/,
       );
+      await expectRefused(
+        () => rest(server.url, `/v1/port-calls/${scheduled.id}`, { method: 'DELETE', key: analyst }),
+        404,
+        /PortCall/,
+      );
+      await expectRefused(
+        () =>
+          post(
+            '/v1/service-orders',
+            {
+              portCallId: scheduled.id,
+              serviceType: 'BUNKERING',
+              vendorId: bunkerVendorHere,
+              details: BUNKER,
+            },
+            analyst,
+          ),
+        404,
+        /PortCall/,
+      );
     });
 
     it('REST paging bounds: limit above 100 → 400 naming limit', async () => {
