@@ -1,7 +1,8 @@
+import { existsSync } from 'node:fs';
 import type { CliCommand } from '../kernel/cli-command.js';
-import { createClient, getClient, rotateClientSecret } from './clients.js';
-import type { OAuthClient } from './entities.js';
 import { openSecretBox } from '../kernel/secret-box.js';
+import { createClient, getClient, rotateClientSecret } from './clients.js';
+import { SigningKey, type OAuthClient } from './entities.js';
 import { JWKS_MAX_AGE_SECONDS, rotateSigningKey, SIGNING_ALG } from './keys.js';
 import { deleteClient } from './tokens.js';
 
@@ -90,13 +91,25 @@ export const authCommands: CliCommand[] = [
   {
     name: 'keys rotate-signing',
     description:
-      'Add a new token signing key: published at once, signing after the JWKS cache time (--now: at once); old public keys stay published until their tokens expire',
-    usage: '[--now]',
-    options: { now: { type: 'boolean' } },
+      'Add a new token signing key: published at once, signing after the JWKS cache time (--now: at once); old public keys stay published until their tokens expire. Refused unless this master key opens the current key; --replace-unreadable (the master key was lost): sign at once with a key sealed under this one',
+    usage: '[--now] [--replace-unreadable]',
+    options: { now: { type: 'boolean' }, 'replace-unreadable': { type: 'boolean' } },
     async run({ db, clock, config }, { options }) {
-      const key = await rotateSigningKey(db.em(), clock, openSecretBox(config), {
-        immediate: options.now === true,
-      });
+      const em = db.em();
+      const replaceUnreadable = options['replace-unreadable'] === true;
+      const immediate = options.now === true || replaceUnreadable;
+      // openSecretBox would create a fresh key file; with keys in the database, that key cannot be the servers'.
+      if (
+        !replaceUnreadable &&
+        !config.secretsKey &&
+        !existsSync(config.secretsKeyFile) &&
+        (await em.count(SigningKey, {})) > 0
+      ) {
+        throw new Error(
+          `no master key: SECRETS_KEY is not set and SECRETS_KEY_FILE (${config.secretsKeyFile}) does not exist, but the signing keys in the database are sealed with one; run with the servers' SECRETS_KEY or SECRETS_KEY_FILE. No key was added.`,
+        );
+      }
+      const key = await rotateSigningKey(em, clock, openSecretBox(config), { immediate, replaceUnreadable });
       const activatesAt = key.activatesAt.toISOString();
       return {
         json: {
@@ -106,7 +119,7 @@ export const authCommands: CliCommand[] = [
           activates_at: activatesAt,
         },
         text: `New signing key ${key.kid} is published now and signs from ${activatesAt}${
-          options.now === true
+          immediate
             ? ' (at once: verifiers with a cached JWKS reject new tokens until they refetch it)'
             : ` (after the ${JWKS_MAX_AGE_SECONDS} s JWKS cache time)`
         }; previous keys stay published for one access-token lifetime after that.`,

@@ -47,19 +47,44 @@ async function newSigningKey(
 }
 
 /**
+ * Throws unless `box` opens every key that signs now or is waiting to: a new key sealed under
+ * another master key (an operator's shell without the servers' SECRETS_KEY, where a fresh key
+ * file was just created) would stop every server from signing once it takes over.
+ */
+async function assertOpensSigningKeys(em: EntityManager, now: Date, box: SecretBox): Promise<void> {
+  const live = await em.find(SigningKey, { $or: [{ retiredAt: null }, { retiredAt: { $gt: now } }] });
+  for (const row of live) {
+    if (!isSealed(row.privateJwk)) continue;
+    try {
+      box.open(row.privateJwk.sealed);
+    } catch (e) {
+      throw new Error(
+        `cannot open signing key ${row.kid} with this master key (${(e as Error).message}); run with the servers' SECRETS_KEY or SECRETS_KEY_FILE (or, if that key is lost, use --replace-unreadable). No key was added.`,
+        { cause: e },
+      );
+    }
+  }
+}
+
+/**
  * Adds a new signing key, published at once. It takes over signing after the JWKS max-age
  * (or at once with `immediate`, for a compromised key); the keys it replaces sign until then
- * and stay published until their last token has expired.
+ * and stay published until their last token has expired. Refuses (writing nothing) when `box`
+ * cannot open the keys in force: the new key would be sealed under a master key the servers lack.
+ * `replaceUnreadable` is the way out when the old master key is lost: it skips that check and
+ * signs with the new key at once.
  */
 export async function rotateSigningKey(
   em: EntityManager,
   clock: Clock,
   box: SecretBox,
-  options: { immediate?: boolean } = {},
+  options: { immediate?: boolean; replaceUnreadable?: boolean } = {},
 ): Promise<SigningKey> {
   return em.transactional(async (tx) => {
     const now = clock.now();
-    const activatesAt = options.immediate ? now : new Date(now.getTime() + JWKS_MAX_AGE_SECONDS * 1000);
+    if (!options.replaceUnreadable) await assertOpensSigningKeys(tx, now, box);
+    const immediate = options.immediate || options.replaceUnreadable;
+    const activatesAt = immediate ? now : new Date(now.getTime() + JWKS_MAX_AGE_SECONDS * 1000);
     await tx.nativeUpdate(
       SigningKey,
       { $or: [{ retiredAt: null }, { retiredAt: { $gt: activatesAt } }] },

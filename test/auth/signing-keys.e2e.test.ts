@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
@@ -15,6 +17,8 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeEachDialect, TEST_SECRETS_KEY } from '../helpers/env.js';
 import { gql } from '../helpers/server.js';
 import { command } from './helpers.js';
+
+const run = promisify(execFile);
 
 describeEachDialect('signing keys at rest: sealed with the secret box', (dialect) => {
   let database: TestDatabase;
@@ -130,6 +134,72 @@ describeEachDialect('signing keys at rest: sealed with the secret box', (dialect
     );
     expect(await storedPrivateKeys()).toEqual(before);
   });
+
+  it('keys rotate-signing refuses a master key that cannot open the signing key, writing nothing', async () => {
+    const before = await storedPrivateKeys();
+    const dir = mkdtempSync(join(tmpdir(), 'tidegate-keyfile-'));
+    const keyFile = join(dir, 'secrets.key');
+    try {
+      // Another shell, another directory: no SECRETS_KEY, and no key file where it would look.
+      const noKey = await tidegate({ SECRETS_KEY: '', SECRETS_KEY_FILE: keyFile }, 'keys', 'rotate-signing');
+      expect(noKey.code).toBe(1);
+      expect(noKey.stderr).toMatch(/SECRETS_KEY is not set and SECRETS_KEY_FILE \(.*\) does not exist/);
+      expect(existsSync(keyFile)).toBe(false);
+
+      const wrong = await tidegate(
+        { SECRETS_KEY: randomBytes(32).toString('hex') },
+        'keys',
+        'rotate-signing',
+      );
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toMatch(
+        /cannot open signing key .*SECRETS_KEY or SECRETS_KEY_FILE .*--replace-unreadable.*No key was added/,
+      );
+      expect(await storedPrivateKeys()).toEqual(before);
+
+      const right = await tidegate({}, 'keys', 'rotate-signing', '--json');
+      expect(right.code).toBe(0);
+      const rows = await storedPrivateKeys();
+      expect(rows.map((r) => r.kid)).toContain(JSON.parse(right.stdout).kid);
+      expect(rows).toHaveLength(before.length + 1);
+
+      // The way out when the master key is lost: a key sealed under the new one, signing at once.
+      const lost = randomBytes(32).toString('hex');
+      const replaced = await tidegate(
+        { SECRETS_KEY: lost },
+        'keys',
+        'rotate-signing',
+        '--replace-unreadable',
+        '--json',
+      );
+      expect(replaced.code).toBe(0);
+      const fresh = JSON.parse(replaced.stdout) as { kid: string; created_at: string; activates_at: string };
+      expect(Date.parse(fresh.activates_at)).toBeLessThanOrEqual(Date.parse(fresh.created_at));
+      const row = (await storedPrivateKeys()).find((r) => r.kid === fresh.kid)!;
+      expect(
+        JSON.parse(
+          openSecretBox({ ...config(), secretsKey: Buffer.from(lost, 'hex') }).open(
+            JSON.parse(row.private_jwk).sealed,
+          ),
+        ),
+      ).toMatchObject({ kid: fresh.kid });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  /** The real `tidegate` bin on this database, with the test's SECRETS_KEY unless `env` overrides it. */
+  async function tidegate(env: Record<string, string>, ...args: string[]) {
+    try {
+      const { stdout, stderr } = await run(process.execPath, ['src/bin/tidegate.mjs', ...args], {
+        env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'warn', ...env },
+      });
+      return { code: 0, stdout, stderr };
+    } catch (e) {
+      const err = e as { code: number; stdout: string; stderr: string };
+      return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+    }
+  }
 });
 
 describe('a developer database from before signing keys were sealed', () => {
