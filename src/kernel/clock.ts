@@ -31,6 +31,13 @@ export const MINUTE = 60 * SECOND;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
 
+/** A calendar date `YYYY-MM-DD` that exists: not 2030-02-30, not month 13. */
+export function isDate(value: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return false;
+  const date = new Date(`${value}T00:00:00Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === value;
+}
+
 /** Parses durations such as `30d`, `12h`, `15m`, `90s`. */
 export function parseDuration(text: string): number {
   const match = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());

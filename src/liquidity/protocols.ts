@@ -1,6 +1,6 @@
 import { conflictOnUnique } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
-import type { Clock } from '../kernel/clock.js';
+import { isDate, type Clock } from '../kernel/clock.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
 import {
   GovernanceMaturity,
@@ -13,7 +13,7 @@ import {
   type YieldSource,
 } from './entities.js';
 import { snakeCase } from './fields.js';
-import { FieldReader, isDate, readRecords, type FileFormat, type Locator } from './records.js';
+import { FieldReader, readRecords, type FileFormat, type Locator } from './records.js';
 
 /**
  * Protocol onboarding: create and update profiles (admin), one validator for the GraphQL

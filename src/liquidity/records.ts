@@ -1,4 +1,5 @@
 import { parse as parseCsv } from 'csv-parse/sync';
+import { isDate } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
 
 /**
@@ -28,12 +29,6 @@ const line = (n: number): Locator => ({ label: `line ${n}`, details: { line: n }
 
 /** Plain decimal notation only (optional sign, fraction, exponent): no hex, octal, binary, Infinity or blanks. */
 export const DECIMAL = /^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/;
-
-export function isDate(value: string): boolean {
-  return (
-    /^\d{4}-\d{2}-\d{2}$/.test(value) && new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) === value
-  );
-}
 
 /** The 1-based line of the first non-blank character at or after a byte offset of the file. */
 function lineAt(bytes: Buffer, offset: number): number {

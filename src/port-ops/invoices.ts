@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/connection.js';
 import { isUuid } from '../kernel/ids.js';
-import { DAY } from '../kernel/clock.js';
+import { DAY, isDate } from '../kernel/clock.js';
 import { badInput, conflict } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import {
@@ -49,7 +49,7 @@ export interface InvoiceInput {
   number: string;
   currency: string;
   taxRate?: string | null;
-  dueDate: Date | string;
+  dueDate: string;
   lines: InvoiceLineInput[];
 }
 
@@ -115,16 +115,14 @@ export function computeTotals(lines: InvoiceLineInput[], taxRateRaw: string): In
  * A due date is a calendar date: `YYYY-MM-DD`, or a date-time at exactly 00:00 UTC (what the
  * GraphQL DateTime of earlier clients sends). It may not fall before the invoice date (today, UTC).
  */
-export function parseDueDate(raw: Date | string | null | undefined, today: Date): Date {
-  if (raw === null || raw === undefined || raw === '') throw badInput('dueDate', 'is required');
-  const text = raw instanceof Date ? raw.toISOString() : raw.trim();
-  const dateOnly = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  const date = dateOnly ? new Date(`${text}T00:00:00.000Z`) : parseDate(text, 'dueDate')!;
-  if (
-    Number.isNaN(date.getTime()) ||
-    (dateOnly && date.toISOString().slice(0, 10) !== text) // 2030-02-30 rolls over: not a date
-  )
+export function parseDueDate(raw: string | null | undefined, today: Date): Date {
+  const text = raw?.trim();
+  if (!text) throw badInput('dueDate', 'is required');
+  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(text);
+  // Not a date: 2030-02-30 (it would roll over), month 13.
+  if (dateOnly && !isDate(text))
     throw badInput('dueDate', `must be a calendar date YYYY-MM-DD (got '${text}')`);
+  const date = parseDate(dateOnly ? `${text}T00:00:00.000Z` : text, 'dueDate')!;
   if (date.getTime() % DAY !== 0)
     throw badInput(
       'dueDate',

@@ -121,7 +121,11 @@ describe('parseDueDate', () => {
     expect(message(() => parseDueDate('2026-03-09', today))).toBe(
       'dueDate: must not be before the invoice date 2026-03-10 (got 2026-03-09)',
     );
+    expect(message(() => parseDueDate('2026-13-01', today))).toBe(
+      "dueDate: must be a calendar date YYYY-MM-DD (got '2026-13-01')",
+    );
     expect(message(() => parseDueDate('', today))).toBe('dueDate: is required');
+    expect(message(() => parseDueDate('   ', today))).toBe('dueDate: is required');
   });
 });
 
