@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { conflictOnUnique } from '../db/errors.js';
+import { knexIn } from '../db/knex.js';
 import { badInput, conflict } from '../kernel/errors.js';
 import type { DomainEvent } from '../gateway/context.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
@@ -442,9 +443,7 @@ async function storedFrom(
  */
 async function supersede(em: EntityManager, clock: Clock, days: LiquidityDay[]): Promise<void> {
   if (days.length === 0) return;
-  const knex = em.getKnex();
-  const trx = em.getTransactionContext();
-  const run = <T>(query: T) => (trx ? (query as { transacting(t: unknown): T }).transacting(trx) : query);
+  const knex = knexIn(em);
   const now = clock.now();
   for (let i = 0; i < days.length; i += 400) {
     const chunk = days.slice(i, i + 400);
@@ -471,17 +470,13 @@ async function supersede(em: EntityManager, clock: Clock, days: LiquidityDay[]):
       ...profileAudits.map((a) => row(a.auditId, byId.get(a.dayId)!, a.profileId, a.weights, a.penaltyCaps)),
     ];
     // The same result may have been superseded before (data corrected back and forth).
-    await run(knex('liquidity_superseded_audits').insert(rows).onConflict('audit_id').ignore());
-    await run(
-      knex('liquidity_profile_audits')
-        .whereIn('day_id', [...byId.keys()])
-        .delete(),
-    );
-    await run(
-      knex('liquidity_days')
-        .whereIn('id', [...byId.keys()])
-        .delete(),
-    );
+    await knex('liquidity_superseded_audits').insert(rows).onConflict('audit_id').ignore();
+    await knex('liquidity_profile_audits')
+      .whereIn('day_id', [...byId.keys()])
+      .delete();
+    await knex('liquidity_days')
+      .whereIn('id', [...byId.keys()])
+      .delete();
   }
 }
 

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import { knexIn } from '../db/knex.js';
 import { findPlain } from '../db/plain.js';
 import type { FilterQuery } from '@mikro-orm/core';
 import { badInput, notFound } from '../kernel/errors.js';
@@ -207,9 +208,7 @@ async function rememberProfileAudits(
     penalty_caps: JSON.stringify(scoring.caps),
     created_at: now,
   }));
-  const query = em.getKnex()('liquidity_profile_audits').insert(rows).onConflict('audit_id').ignore();
-  const trx = em.getTransactionContext();
-  await (trx ? query.transacting(trx) : query);
+  await knexIn(em)('liquidity_profile_audits').insert(rows).onConflict('audit_id').ignore();
 }
 
 function view(protocol: Protocol, day: LiquidityDay, scoring: Scoring): ScoreView {
@@ -438,8 +437,7 @@ export async function market(em: EntityManager, category?: string | null): Promi
  * per-entity bookkeeping costs seconds for the demo's 16,800 rows.
  */
 export async function insertDays(em: EntityManager, days: Array<Omit<LiquidityDay, 'id'>>): Promise<void> {
-  const knex = em.getKnex();
-  const trx = em.getTransactionContext();
+  const knex = knexIn(em);
   for (let i = 0; i < days.length; i += 500) {
     const chunk = days.slice(i, i + 500).map((d) => ({
       protocol_id: d.protocolId,
@@ -462,8 +460,7 @@ export async function insertDays(em: EntityManager, days: Array<Omit<LiquidityDa
       tier: d.tier,
       audit_id: d.auditId,
     }));
-    const query = knex('liquidity_days').insert(chunk);
-    await (trx ? query.transacting(trx) : query);
+    await knex('liquidity_days').insert(chunk);
   }
 }
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EventRecord } from '../../src/events/entities.js';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { LiquidityDay } from '../../src/liquidity/entities.js';
+import { insertDays } from '../../src/liquidity/service.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { createKey, gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
@@ -87,6 +88,21 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
     expect(superseded.body.inputs).toMatchObject({ asOf: today, dataDate: nextDay(today, -1) });
     expect(superseded.body.result).toMatchObject({ audit_id: carried.audit_id, score: carried.score });
     expect(await scoreOf('harbor-treasury')).toEqual(harborAfter);
+  });
+
+  it("writes raw day rows inside the caller's transaction, so they roll back with it", async () => {
+    const em = server.database.db.em();
+    const day = await em.findOneOrFail(LiquidityDay, { asOf: { $ne: '' } }, { orderBy: { asOf: 'desc' } });
+    const before = await em.count(LiquidityDay, {});
+    const { id: _id, ...copy } = day;
+    await expect(
+      em.transactional(async (tx) => {
+        await insertDays(tx, [{ ...copy, asOf: nextDay(today, 30), dataDate: nextDay(today, 30) }]);
+        expect(await tx.count(LiquidityDay, {})).toBe(before + 1);
+        throw new Error('abandon');
+      }),
+    ).rejects.toThrow('abandon');
+    expect(await server.database.db.em().count(LiquidityDay, {})).toBe(before);
   });
 
   it('rejects a row for a day that already holds reported data, and corrects it only with replace', async () => {
