@@ -427,12 +427,21 @@ function sign(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body).digest('base64url');
 }
 
-/** The HMAC key of upload URLs: DOCUMENT_UPLOAD_SECRET, else derived from the master key (same in every process). */
+const uploadSecrets = new WeakMap<AppServices, string>();
+
+/**
+ * The HMAC key of upload URLs: DOCUMENT_UPLOAD_SECRET, else derived from the master key (same in
+ * every process). Worked out once per services object, not on every URL and PUT.
+ */
 export function uploadSecret(services: AppServices): string {
-  return (
-    services.config.documentUploadSecret ??
-    services.secrets.derive('tidegate/document-upload').toString('base64url')
-  );
+  let secret = uploadSecrets.get(services);
+  if (secret === undefined) {
+    secret =
+      services.config.documentUploadSecret ??
+      services.secrets.derive('tidegate/document-upload').toString('base64url');
+    uploadSecrets.set(services, secret);
+  }
+  return secret;
 }
 
 /** `<base64url(claims)>.<HMAC-SHA256>`: the URL itself is the credential, once, for 15 minutes, for this one target. */

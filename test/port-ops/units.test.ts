@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { contentDisposition } from '../../src/port-ops/documents.js';
+import { describe, expect, it, vi } from 'vitest';
+import type { AppServices } from '../../src/gateway/context.js';
+import { contentDisposition, uploadSecret } from '../../src/port-ops/documents.js';
 import { computeTotals, parseDueDate } from '../../src/port-ops/invoices.js';
 import { quantile } from '../../src/port-ops/stats.js';
 import { ISO_3166_ALPHA2, parseCountryCode, parseImo } from '../../src/port-ops/validation.js';
@@ -126,6 +127,21 @@ describe('parseDueDate', () => {
     );
     expect(message(() => parseDueDate('', today))).toBe('dueDate: is required');
     expect(message(() => parseDueDate('   ', today))).toBe('dueDate: is required');
+  });
+});
+
+describe('uploadSecret', () => {
+  it('derives the key once per services object, not on every upload URL and PUT', () => {
+    const derive = vi.fn(() => Buffer.from('derived key'));
+    const services = {
+      config: { documentUploadSecret: undefined },
+      secrets: { derive },
+    } as unknown as AppServices;
+    const first = uploadSecret(services);
+    expect(uploadSecret(services)).toBe(first);
+    expect(first).toBe(Buffer.from('derived key').toString('base64url'));
+    expect(derive).toHaveBeenCalledTimes(1);
+    expect(derive).toHaveBeenCalledWith('tidegate/document-upload');
   });
 });
 
