@@ -10,7 +10,7 @@ export function snakeCase(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
-export function bothNames(graphqlName: string): string {
+function bothNames(graphqlName: string): string {
   const rest = snakeCase(graphqlName);
   return rest === graphqlName ? graphqlName : `${graphqlName} / ${rest}`;
 }

@@ -46,7 +46,7 @@ export interface IngestOptions {
   replace?: boolean;
 }
 
-export interface MetricRow {
+interface MetricRow {
   at: Locator;
   slug: string;
   date: string;
@@ -83,7 +83,7 @@ const COLUMNS = [
 ];
 
 /** Validates one record; `at` names its CSV line or JSON item. */
-export function validateRow(at: Locator, record: Record<string, unknown>, today: string): MetricRow {
+function validateRow(at: Locator, record: Record<string, unknown>, today: string): MetricRow {
   const f = new FieldReader(at, record);
   f.only(COLUMNS);
   const slug = f.text('slug', { required: true })!;

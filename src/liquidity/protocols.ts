@@ -13,7 +13,7 @@ import {
   type YieldSource,
 } from './entities.js';
 import { snakeCase } from './fields.js';
-import { FieldReader, readRecords, type FileFormat, type Locator } from './records.js';
+import { FieldReader, readRecords, type FileFormat } from './records.js';
 
 /**
  * Protocol onboarding: create and update profiles (admin), one validator for the GraphQL
@@ -23,7 +23,7 @@ import { FieldReader, readRecords, type FileFormat, type Locator } from './recor
  */
 
 /** The profile fields a caller may set, in GraphQL spelling (files use the snake_case of each). */
-export const PROFILE_FIELDS = [
+const PROFILE_FIELDS = [
   'slug',
   'name',
   'category',
@@ -57,7 +57,7 @@ export const PROFILE_FIELDS = [
 
 type ProfileField = (typeof PROFILE_FIELDS)[number];
 type Settable = Exclude<ProfileField, 'minimumInvestmentUsd'> | 'minimumInvestment';
-export type ProtocolDraft = Partial<Pick<Protocol, Settable>>;
+type ProtocolDraft = Partial<Pick<Protocol, Settable>>;
 
 /** Fields without which a protocol cannot be created (the rest have defaults or may be null). */
 const REQUIRED_ON_CREATE: ReadonlyArray<ProfileField> = [
@@ -85,13 +85,13 @@ const REQUIRED_ON_CREATE: ReadonlyArray<ProfileField> = [
   'sanctionsScreening',
 ];
 
-export const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 /**
  * Reads and validates the fields present in one record. `creating` requires the fields a new
  * protocol needs; an update takes any subset (an explicit null clears `auditor` or `website`).
  */
-export function readProtocol(f: FieldReader, creating: boolean, today: string): ProtocolDraft {
+function readProtocol(f: FieldReader, creating: boolean, today: string): ProtocolDraft {
   f.only(PROFILE_FIELDS);
   if (creating) for (const field of REQUIRED_ON_CREATE) if (!f.has(field)) f.fail(field, 'is required');
   const d: ProtocolDraft = {};
@@ -393,7 +393,7 @@ export async function importProtocols(
   if (records.length === 0) throw badInput('file', 'contains no rows');
   const existing = new Set((await em.find(Protocol, {}, { fields: ['slug'] })).map((p) => p.slug));
   const seen = new Set<string>();
-  const drafts: Array<{ at: Locator; creating: boolean; draft: ProtocolDraft }> = [];
+  const drafts: Array<{ creating: boolean; draft: ProtocolDraft }> = [];
   for (const { at, record } of records) {
     const renamed: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(record)) renamed[SNAKE_FIELDS.get(key) ?? key] = value;
@@ -402,7 +402,7 @@ export async function importProtocols(
     if (seen.has(slug)) f.fail('slug', `a second record for '${slug}'`);
     seen.add(slug);
     const creating = !existing.has(slug);
-    drafts.push({ at, creating, draft: readProtocol(f, creating, today(clock)) });
+    drafts.push({ creating, draft: readProtocol(f, creating, today(clock)) });
   }
   return em.transactional(async (tx) => {
     const bySlug = new Map((await tx.find(Protocol, { slug: { $in: [...seen] } })).map((p) => [p.slug, p]));

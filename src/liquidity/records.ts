@@ -28,7 +28,7 @@ export function failAt(at: Locator, field: string, message: string): never {
 const line = (n: number): Locator => ({ label: `line ${n}`, details: { line: n } });
 
 /** Plain decimal notation only (optional sign, fraction, exponent): no hex, octal, binary, Infinity or blanks. */
-export const DECIMAL = /^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+const DECIMAL = /^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
 /** The 1-based line of the first non-blank character at or after a byte offset of the file. */
 function lineAt(bytes: Buffer, offset: number): number {
