@@ -181,9 +181,19 @@ export async function authorizeField(
   const principal = request.principal ?? null;
   const denied = checkAccess(requirements, principal);
   if (denied.length > 0 || !principal) throw await refusal(services, principal, requirements, denied[0]!);
-  const admitted = await services.admission.admit(principal, requirements);
-  reply.headers(admitted.headers);
+  await admitField(services, reply, principal, coordinate);
   return principal;
+}
+
+/** Admission (plan, rate, quota) of the schema field for `principal`, with its rate-limit headers on the reply. */
+export async function admitField(
+  services: AppServices,
+  reply: FastifyReply,
+  principal: Principal,
+  coordinate: string,
+): Promise<void> {
+  const admitted = await services.admission.admit(principal, services.policy.fieldRequirements(coordinate));
+  reply.headers(admitted.headers);
 }
 
 /** A refused call (401/402/403) still tells a known caller where its rate-limit budget stands. */

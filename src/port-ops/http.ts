@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import type { AdmissionResult, AppServices } from '../gateway/context.js';
-import { authorizeField } from '../gateway/rest.js';
+import type { AppServices } from '../gateway/context.js';
+import { admitField, authorizeField } from '../gateway/rest.js';
 import { badInput } from '../kernel/errors.js';
 import { actorOf, findOwned } from './common.js';
 import {
@@ -121,16 +121,7 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
           }
           await assertUploadUnused(services.db.em(), claims.jti).catch(refuse);
           // The PUT is the creator's request: it spends that credential's port-operations budget.
-          let admitted: AdmissionResult;
-          try {
-            admitted = await services.admission.admit(
-              creatorPrincipal(claims),
-              services.policy.fieldRequirements(UPLOAD_FIELD),
-            );
-          } catch (error) {
-            return refuse(error);
-          }
-          reply.headers(admitted.headers);
+          await admitField(services, reply, creatorPrincipal(claims), UPLOAD_FIELD).catch(refuse);
           const stored = await storeContent(
             services.config.documentsDir,
             services.config.documentMaxBytes,
