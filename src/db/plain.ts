@@ -1,5 +1,11 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import type { EntityClass, EntityMetadata, FilterQuery, QueryOrderMap } from '@mikro-orm/core';
+import {
+  JsonType,
+  type EntityClass,
+  type EntityMetadata,
+  type FilterQuery,
+  type QueryOrderMap,
+} from '@mikro-orm/core';
 
 /*
  * Read-only rows for list and loader paths. The ORM's hydration (identity map, change tracking,
@@ -15,7 +21,7 @@ const jsonProps = new WeakMap<EntityMetadata, string[]>();
 function jsonPropsOf(meta: EntityMetadata): string[] {
   let props = jsonProps.get(meta);
   if (!props) {
-    props = meta.props.filter((p) => p.type === 'json' || p.runtimeType === 'any').map((p) => p.name);
+    props = meta.props.filter((p) => p.customType instanceof JsonType).map((p) => p.name);
     jsonProps.set(meta, props);
   }
   return props;
