@@ -75,7 +75,6 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const schema = gatewaySchema();
   const policy = new AccessPolicy(schema);
   const credentials = new CredentialResolver(db, clock, config.credentialCacheTtlMs);
-  const stopRevocationWatch = credentials.watchRevocations(config.revocationPollMs);
   const limiter = options.admission ? undefined : await createRateLimiter(config, clock, fastify.log);
   const audit = new AuditWriter(db, (e) => fastify.log.error({ err: e }, 'audit write failed'));
   const services: AppServices = {
@@ -131,7 +130,6 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     },
     async close() {
       closing = true;
-      stopRevocationWatch();
       await ws.close();
       // Apollo's drain plugin closes Fastify: no new connections, in-flight requests finish.
       await apollo.stop();

@@ -2,12 +2,6 @@ import type { DomainEvent } from '../gateway/context.js';
 import type { EventBus } from './bus.js';
 
 /**
- * Events that may wait for the subscription to be wired to its socket (the short gap between the
- * subscribe resolver and `pushTo`) before it is ended rather than buffered further.
- */
-const MAX_BUFFERED = 1000;
-
-/**
  * A subscription's stream of matching events. It is an async iterable because that is what a
  * GraphQL subscribe resolver returns, but it is consumed by push: the gateway wires it to its
  * socket with `pushTo` (src/gateway/graphql-ws.ts) and never pulls.
@@ -40,11 +34,12 @@ export function liveEvents(bus: EventBus, accept: (event: DomainEvent) => boolea
     unsubscribe();
     early.length = 0;
   };
+  // `early` holds what arrives between the subscribe resolver and `pushTo`, a few microtasks of the
+  // same subscribe call: bounded by what the process publishes meanwhile, so it needs no cap.
   const unsubscribe = bus.subscribe((event) => {
     if (done || !accept(event)) return;
     if (sink) sink(event);
-    else if (early.length < MAX_BUFFERED) early.push(event);
-    else finish();
+    else early.push(event);
   });
 
   const iterator: LiveEvents = {

@@ -48,7 +48,7 @@ function watchRevokedCredentials(services: AppServices, bus: EventBus): () => vo
     );
   const timer = setInterval(() => {
     const now = services.clock.now();
-    // Overlap the windows by as much as the key cache's watch: another process's clock may lag ours.
+    // Overlap the windows by 5 s: another process's clock may lag ours.
     const from = new Date(since.getTime() - 5_000);
     since = now;
     const em = services.db.em();

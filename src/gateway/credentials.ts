@@ -46,8 +46,9 @@ const MAX_CACHED_KEYS = 10_000;
 
 /**
  * Turns a presented secret into a Principal. Verified API keys are cached briefly (the
- * per-request cost is then one SHA-256); revocation evicts at once in this process and
- * within the cache TTL elsewhere (sooner when the event bus propagates it).
+ * per-request cost is then one SHA-256). Revocation evicts at once in this process; keys revoked
+ * elsewhere (the CLI, another gateway) are found by the events module's revocation watch every
+ * REVOCATION_POLL and evicted through `invalidateKey`; the cache TTL bounds anything else.
  */
 export class CredentialResolver {
   private readonly keyCache = new Map<string, CachedKey>();
@@ -108,30 +109,6 @@ export class CredentialResolver {
     this.keyCache.set(hash, { principal, keyId: key.id, cachedUntil: now.getTime() + this.cacheTtlMs });
     this.noteUsed(key.id, now);
     return principal;
-  }
-
-  /**
-   * Revocations made by another process (the CLI, a second gateway) reach this cache by a cheap
-   * poll of recently revoked keys, so a revoked key stops working within one interval even
-   * without Redis.
-   */
-  watchRevocations(intervalMs: number): () => void {
-    let since = this.clock.now();
-    const timer = setInterval(() => {
-      const now = this.clock.now();
-      // Overlap the windows a little: clocks of two processes are never exactly equal.
-      const from = new Date(since.getTime() - 5_000);
-      since = now;
-      this.db
-        .em()
-        .find(ApiKey, { revokedAt: { $gte: from } }, { fields: ['id'] })
-        .then((keys) => keys.forEach((k) => this.invalidateKey(k.id)))
-        .catch(() => {
-          // The database may be briefly unavailable; the cache TTL still bounds staleness.
-        });
-    }, intervalMs);
-    timer.unref();
-    return () => clearInterval(timer);
   }
 
   /** Drops a key from the cache (called on revoke/rotate, here or — via the bus — elsewhere). */
