@@ -101,7 +101,7 @@ const SNIFF_BYTES = 512;
  * The entry names of a ZIP file's central directory, read from its end-of-central-directory
  * record (within the last 64 KiB + 22 bytes). An unreadable directory yields no names.
  */
-export async function zipEntryNames(path: string, size: number): Promise<string[]> {
+async function zipEntryNames(path: string, size: number): Promise<string[]> {
   const file = await open(path, 'r');
   try {
     const tailLength = Math.min(size, 0xffff + 22);

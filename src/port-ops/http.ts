@@ -29,7 +29,7 @@ const UPLOAD_AUDIT = { audit: 'POST /v1/documents' };
 const UPLOAD_FIELD = 'Mutation.createDocumentUpload';
 
 /** Fastify's request log entry with the query string's `token` value replaced. */
-export function redactedRequest(request: FastifyRequest): Record<string, unknown> {
+function redactedRequest(request: FastifyRequest): Record<string, unknown> {
   return {
     method: request.method,
     url: request.url.replace(/([?&]token=)[^&#]*/g, '$1[REDACTED]'),

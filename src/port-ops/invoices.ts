@@ -61,14 +61,14 @@ export interface InvoiceTotals {
   total: string;
 }
 
-export const MAX_LINES = 500;
+const MAX_LINES = 500;
 /**
  * Upper bounds that keep every amount inside its column (money is stored as text of at most 32
  * characters): 500 lines × 10^9 × 10^9 is 5 × 10^20, so with tax up to 100 % a total has at most
  * 22 digits before the decimal point.
  */
-export const MAX_QUANTITY = 1_000_000_000n;
-export const MAX_UNIT_PRICE = 1_000_000_000n;
+const MAX_QUANTITY = 1_000_000_000n;
+const MAX_UNIT_PRICE = 1_000_000_000n;
 
 const canonicalQuantity = (units: bigint) => formatUnits(units, 3).replace(/\.?0+$/, '');
 

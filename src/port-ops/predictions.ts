@@ -29,7 +29,7 @@ export const BUNKER_METHOD = { name: 'seasonal-naive-mean', version: '1.0.0' } a
 /** Fewest past calls a group needs before its quantiles are used instead of the next fall-back. */
 export const MIN_SAMPLE = 20;
 /** Fewest past calls that outlasted the elapsed time for the all-calls group to be conditioned on them. */
-export const MIN_CONDITIONED = 5;
+const MIN_CONDITIONED = 5;
 export const HOLDOUT_DAYS = 90;
 
 export type Basis = 'PORT_VESSEL_TYPE_SEASON' | 'PORT_VESSEL_TYPE' | 'PORT' | 'GLOBAL';
@@ -99,7 +99,7 @@ interface Chosen {
  * If none has that many: all calls that outlasted it, when at least MIN_CONDITIONED did;
  * otherwise the narrowest group by size alone, counted from now (MEMORYLESS).
  */
-export function chooseSamples(
+function chooseSamples(
   history: readonly Sample[],
   target: { portId: string; vesselType: VesselType; season: string },
   kind: AnchorKind,
@@ -182,7 +182,7 @@ export interface PredictionTarget {
   atb?: Date | null;
 }
 
-export function anchorOf(target: PredictionTarget): { kind: AnchorKind; at: Date } {
+function anchorOf(target: PredictionTarget): { kind: AnchorKind; at: Date } {
   if (target.status === PortCallStatus.BERTHED) return { kind: 'ATB', at: target.atb! };
   if (target.status === PortCallStatus.ARRIVED) return { kind: 'ATA', at: target.ata! };
   return { kind: 'ETA', at: target.eta };

@@ -180,7 +180,7 @@ async function insertBulk<T extends object>(
 }
 
 /** Seeds of the demo data and of its ids: two streams, so ids never shift the generated history. */
-export const DEMO_SEED = 20261122;
+const DATA_SEED = 20261122;
 const ID_SEED = 20261123;
 
 /**
@@ -191,7 +191,7 @@ const ID_SEED = 20261123;
  * clock except planned times (ETA/ETB/ETD, requestedFor, due dates). Bulk inserts only.
  */
 export async function seedPortOpsDemo(em: EntityManager, services: { clock: Clock }): Promise<void> {
-  const random = mulberry32(DEMO_SEED);
+  const random = mulberry32(DATA_SEED);
   const idStream = mulberry32(ID_SEED);
   const newId = () => seededUuid(idStream);
   const between = (lo: number, hi: number) => lo + (hi - lo) * random();

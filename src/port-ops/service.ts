@@ -143,7 +143,7 @@ const ACTUAL_OF: Partial<Record<PortCallStatus, 'ata' | 'atb' | 'atd'>> = {
 };
 
 /** A call that has departed or been cancelled takes no new work and no further changes. */
-export const isFinishedCall = (status: PortCallStatus): boolean =>
+const isFinishedCall = (status: PortCallStatus): boolean =>
   status === PortCallStatus.DEPARTED || status === PortCallStatus.CANCELLED;
 
 export interface PortCallInput {
