@@ -20,6 +20,9 @@ export class Migration20261123000600WebhookHardening extends PortableMigration {
         .alterTable('webhook_deliveries', (t) => {
           t.integer('attempts_at_redelivery').notNullable().defaultTo(0);
           t.index(['status', 'last_attempt_at']);
+          // The outbox counts live leases per endpoint on every claim (the per-endpoint in-flight
+          // cap): without this index that scans every pending delivery of a dead receiver's backlog.
+          t.index(['lease_until']);
         })
         .createTable('webhook_delivery_attempts', (t) => {
           t.uuid('id').primary();

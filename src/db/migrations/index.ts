@@ -7,7 +7,6 @@ import { Migration20261122000800Liquidity } from './Migration20261122000800Liqui
 import { Migration20261123000100KeyRotation } from './Migration20261123000100KeyRotation.js';
 import { Migration20261123000300AuthHardening } from './Migration20261123000300AuthHardening.js';
 import { Migration20261123000600WebhookHardening } from './Migration20261123000600WebhookHardening.js';
-import { Migration20261123000600WebhookLeaseIndex } from './Migration20261123000600WebhookLeaseIndex.js';
 import { Migration20261123000800LiquidityRevisions } from './Migration20261123000800LiquidityRevisions.js';
 import { Migration20261123000700PortOpsIntegrity } from './Migration20261123000700PortOpsIntegrity.js';
 
@@ -24,7 +23,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261123000100KeyRotation', class: Migration20261123000100KeyRotation },
   { name: 'Migration20261123000300AuthHardening', class: Migration20261123000300AuthHardening },
   { name: 'Migration20261123000600WebhookHardening', class: Migration20261123000600WebhookHardening },
-  { name: 'Migration20261123000600WebhookLeaseIndex', class: Migration20261123000600WebhookLeaseIndex },
   { name: 'Migration20261123000800LiquidityRevisions', class: Migration20261123000800LiquidityRevisions },
   { name: 'Migration20261123000700PortOpsIntegrity', class: Migration20261123000700PortOpsIntegrity },
 ];
