@@ -23,7 +23,7 @@ import {
   pagedConnection,
   type PagedConnection,
 } from '../port-ops/paging.js';
-import { WebhookDomain } from './catalog.js';
+import { WEBHOOK_TYPES, WebhookDomain } from './catalog.js';
 import {
   WebhookDelivery,
   WebhookDeliveryAttempt,
@@ -110,6 +110,7 @@ interface WebhookDoor {
     delivery: string;
     redeliver: string;
   };
+  /** Lead of the register mutation's description; the door's event types are appended. */
   registerDescription: string;
 }
 
@@ -143,7 +144,10 @@ function webhookDoorResolver(door: WebhookDoor) {
       return getEndpoint(ctx.em, requirePrincipal(ctx), domain, id);
     }
 
-    @Mutation(() => WebhookRegistration, { name: names.register, description: door.registerDescription })
+    @Mutation(() => WebhookRegistration, {
+      name: names.register,
+      description: `${door.registerDescription}: ${WEBHOOK_TYPES[door.domain].join(', ')}.`,
+    })
     @gate
     @RequiresScopes('webhooks:manage')
     register(
@@ -267,8 +271,7 @@ export const LiquidityWebhookResolver = webhookDoorResolver({
     delivery: 'webhookDelivery',
     redeliver: 'redeliverWebhook',
   },
-  registerDescription:
-    'Registers an endpoint for liquidity events: score_change, tier_change, aum_change, compliance_alert, data_stale, circuit_breaker.',
+  registerDescription: 'Registers an endpoint for liquidity events',
 });
 
 /** Port-operations subscriptions (`/v1/webhook-subscriptions`): no plan gate. */
@@ -287,8 +290,7 @@ export const PortOpsWebhookResolver = webhookDoorResolver({
     delivery: 'webhookSubscriptionDelivery',
     redeliver: 'redeliverWebhookSubscription',
   },
-  registerDescription:
-    'Subscribes an endpoint to port-operations events of your account: port_call.created, port_call.status_changed, service_order.created, service_order.status_changed, invoice.issued, document.uploaded.',
+  registerDescription: 'Subscribes an endpoint to port-operations events of your account',
 });
 
 @Resolver(() => WebhookDelivery)

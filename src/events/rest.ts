@@ -76,7 +76,7 @@ function doorRoutes(
       path: `${prefix}/:id/deliveries`,
       operation: `Rest${door}Deliveries`,
       variables: {
-        endpointId: { from: 'path', name: 'id', type: 'string' },
+        endpointId: deliveryPath.endpointId,
         status: { from: 'query', type: 'string' },
         ...paging,
       },

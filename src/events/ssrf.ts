@@ -130,11 +130,9 @@ export interface VettedTarget {
 /** Looks a host up. DNS is the edge of the world: tests pass a resolver to play a hostile DNS server. */
 export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
 
-export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
 export interface VetOptions {
-  /** The input field named in errors. */
-  field?: string;
   resolve?: Resolver;
   /** Gives up waiting for DNS when aborted (the delivery attempt's deadline); rejects with the reason. */
   signal?: AbortSignal;
@@ -153,22 +151,22 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
 /**
  * Parses and checks a webhook URL: http(s), no credentials, and every address the host resolves
  * to must be public (unless `allowPrivate`; metadata addresses never). Throws BAD_USER_INPUT
- * naming the field.
+ * naming `url`.
  */
 export async function vetWebhookUrl(
   raw: string,
   allowPrivate: boolean,
   options: VetOptions = {},
 ): Promise<VettedTarget> {
-  const { field = 'url', resolve = systemResolver, signal } = options;
+  const { resolve = systemResolver, signal } = options;
   let url: URL;
   try {
     url = new URL(raw.trim());
   } catch {
-    throw badInput(field, `'${raw}' is not an absolute URL`);
+    throw badInput('url', `'${raw}' is not an absolute URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw badInput(field, 'must use http or https');
-  if (url.username || url.password) throw badInput(field, 'must not contain credentials');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw badInput('url', 'must use http or https');
+  if (url.username || url.password) throw badInput('url', 'must not contain credentials');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let answers: Array<{ address: string; family: number }>;
   if (isIP(host)) {
@@ -178,17 +176,17 @@ export async function vetWebhookUrl(
       answers = await abortable(resolve(host), signal);
     } catch (e) {
       if (signal?.aborted) throw e;
-      throw badInput(field, `host '${host}' does not resolve`);
+      throw badInput('url', `host '${host}' does not resolve`);
     }
-    if (answers.length === 0) throw badInput(field, `host '${host}' does not resolve`);
+    if (answers.length === 0) throw badInput('url', `host '${host}' does not resolve`);
   }
   // Every answer must pass: an attacker controlling DNS would otherwise mix in a private one.
   for (const { address } of answers) {
     const kind = classifyAddress(address);
     if (kind === 'metadata')
-      throw badInput(field, `resolves to ${address}, a cloud metadata address`, { address });
+      throw badInput('url', `resolves to ${address}, a cloud metadata address`, { address });
     if (kind === 'private' && !allowPrivate) {
-      throw badInput(field, `resolves to ${address}, a private, loopback, link-local or reserved address`, {
+      throw badInput('url', `resolves to ${address}, a private, loopback, link-local or reserved address`, {
         address,
       });
     }

@@ -1,9 +1,10 @@
+import { optionalText } from '../port-ops/validation.js';
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';
 import { isUuid } from '../kernel/ids.js';
-import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
+import { badInput, conflict, missingScopes, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { hasScope } from '../kernel/scopes.js';
 import { WEBHOOK_READ_SCOPE, WEBHOOK_TYPES, WebhookDomain } from './catalog.js';
@@ -49,14 +50,7 @@ const DOMAIN_NOUN: Record<WebhookDomain, string> = {
 
 function parseEventTypes(domain: WebhookDomain, raw: readonly string[]): string[] {
   const allowed = WEBHOOK_TYPES[domain];
-  const wanted = [
-    ...new Set(
-      raw
-        .flatMap((t) => t.split(','))
-        .map((t) => t.trim())
-        .filter(Boolean),
-    ),
-  ];
+  const wanted = [...new Set(raw.map((t) => t.trim()).filter(Boolean))];
   if (wanted.length === 0) throw badInput('eventTypes', `must name at least one of: ${allowed.join(', ')}`);
   const unknown = wanted.filter((t) => !allowed.includes(t));
   if (unknown.length > 0) {
@@ -79,18 +73,7 @@ function requireReadScopes(principal: Principal, eventTypes: readonly string[]):
   );
   if (missing.length === 0) return;
   const types = eventTypes.filter((t) => missing.includes(WEBHOOK_READ_SCOPE[t]!));
-  throw new AppError(
-    'FORBIDDEN',
-    `Missing required scope${missing.length > 1 ? 's' : ''}: ${missing.join(', ')} (event types ${types.join(', ')} carry data they protect)`,
-    { requiredScopes: missing },
-  );
-}
-
-function parseDescription(raw: string | null | undefined): string | null {
-  const description = raw?.trim() || null;
-  if (description && description.length > 200)
-    throw badInput('description', 'must be at most 200 characters');
-  return description;
+  throw missingScopes(missing, ` (event types ${types.join(', ')} carry data they protect)`);
 }
 
 function requireUrl(raw: unknown): string {
@@ -109,7 +92,7 @@ export async function registerEndpoint(
   const url = requireUrl(input.url);
   const eventTypes = parseEventTypes(domain, input.eventTypes ?? []);
   requireReadScopes(principal, eventTypes);
-  const description = parseDescription(input.description);
+  const description = optionalText(input.description, 'description', 200);
   const target = await vetWebhookUrl(url, env.config.webhookAllowPrivate);
 
   return em.transactional(async (tx) => {
@@ -193,7 +176,8 @@ export async function updateEndpoint(
   const endpoint = await getEndpoint(em, principal, domain, id);
   const eventTypes = patch.eventTypes ? parseEventTypes(domain, patch.eventTypes) : undefined;
   if (eventTypes) requireReadScopes(principal, eventTypes);
-  const description = patch.description !== undefined ? parseDescription(patch.description) : undefined;
+  const description =
+    patch.description !== undefined ? optionalText(patch.description, 'description', 200) : undefined;
   const target = patch.url
     ? await vetWebhookUrl(requireUrl(patch.url), env.config.webhookAllowPrivate)
     : undefined;

@@ -15,7 +15,7 @@ import {
   type SelectionSetNode,
   valueFromASTUntyped,
 } from 'graphql';
-import { AppError, unauthenticated } from '../kernel/errors.js';
+import { AppError, missingScopes, unauthenticated } from '../kernel/errors.js';
 import { Plan, planAtLeast, planLabel, planRank } from '../kernel/plans.js';
 import type { Principal } from '../kernel/principal.js';
 import { hasScope } from '../kernel/scopes.js';
@@ -299,13 +299,7 @@ export function checkAccess(req: Requirements, principal: Principal | null | und
           .join(' or ')})`,
     );
     errors.push(
-      new AppError(
-        'FORBIDDEN',
-        `Missing required scope${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}${others.join('')}`,
-        alternatives.length > 0
-          ? { requiredScopes: missing, anyOf: alternatives }
-          : { requiredScopes: missing },
-      ),
+      missingScopes(missing, others.join(''), alternatives.length > 0 ? { anyOf: alternatives } : {}),
     );
   }
   return errors;

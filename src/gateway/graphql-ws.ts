@@ -62,7 +62,7 @@ export function credentialFromInit(payload: Record<string, unknown> | undefined)
  * The client's address by the same TRUST_PROXY rule as Fastify's `request.ip` on the HTTP routes
  * (Fastify 5 builds it the same way from @fastify/proxy-addr).
  */
-export function clientAddressOf(trustProxy: Config['trustProxy']): (request: IncomingMessage) => string {
+function clientAddressOf(trustProxy: Config['trustProxy']): (request: IncomingMessage) => string {
   if (trustProxy === false) return (request) => request.socket.remoteAddress ?? '';
   const trust =
     trustProxy === true ? () => true : proxyAddr.compile(trustProxy.split(',').map((entry) => entry.trim()));

@@ -86,3 +86,19 @@ export function isAppError(e: unknown): e is AppError {
 export function withHeaders(error: AppError, headers: Record<string, string>): AppError {
   return new AppError(error.code, error.message, { ...error.details }, { ...error.headers, ...headers });
 }
+
+/**
+ * The one shape of a missing-scope refusal (403; REST adds the insufficient_scope challenge from
+ * `requiredScopes`): the schema's check and the few data-dependent checks both raise it.
+ */
+export function missingScopes(
+  scopes: readonly string[],
+  note = '',
+  details: Record<string, unknown> = {},
+): AppError {
+  return new AppError(
+    'FORBIDDEN',
+    `Missing required scope${scopes.length > 1 ? 's' : ''}: ${scopes.join(', ')}${note}`,
+    { requiredScopes: [...scopes], ...details },
+  );
+}
