@@ -31,14 +31,11 @@ export async function startReceiver(): Promise<Receiver> {
     received,
     respond: () => 200,
     async waitFor(predicate, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(received)) {
-        if (Date.now() > deadline)
-          throw new Error(
-            `receiver: condition not met within ${timeoutMs} ms; got ${received.length} requests`,
-          );
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await eventually(
+        () => predicate(received),
+        () => `receiver: condition not met; got ${received.length} requests`,
+        timeoutMs,
+      );
       return received;
     },
     async close() {
@@ -148,15 +145,12 @@ export function wsSession(baseUrl: string, connectionParams: Record<string, unkn
         data: [],
         errors: [],
         completed: false,
-        async waitFor(predicate, timeoutMs = 10_000) {
-          const deadline = Date.now() + timeoutMs;
-          while (!predicate(sub)) {
-            if (Date.now() > deadline)
-              throw new Error(
-                `subscription: condition not met within ${timeoutMs} ms (${JSON.stringify(sub)})`,
-              );
-            await new Promise((r) => setTimeout(r, 10));
-          }
+        waitFor(predicate, timeoutMs = 10_000) {
+          return eventually(
+            () => predicate(sub),
+            () => `subscription: condition not met (${JSON.stringify(sub)})`,
+            timeoutMs,
+          );
         },
       };
       client.subscribe(
@@ -179,15 +173,29 @@ export function wsSession(baseUrl: string, connectionParams: Record<string, unkn
 }
 
 /** Waits until the server's bus has the expected listeners, i.e. the subscriptions are live (or ended). */
-export async function untilListening(
+/** Waits, polling every 10 ms, until `condition` holds; past `timeoutMs` fails saying what was awaited. */
+export async function eventually(
+  condition: () => boolean,
+  what: string | (() => string),
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline)
+      throw new Error(`${typeof what === 'string' ? what : what()}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Waits until subscriptions are live (checked by `check`), naming their errors if they never start. */
+export function untilListening(
   check: () => boolean,
   timeoutMs = 5_000,
   ...subs: Subscription[]
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline)
-      throw new Error(`subscriptions did not start: ${JSON.stringify(subs.map((s) => s.errors))}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  return eventually(
+    check,
+    () => `subscriptions did not start: ${JSON.stringify(subs.map((s) => s.errors))}`,
+    timeoutMs,
+  );
 }

@@ -9,6 +9,7 @@ import {
   WebhookEndpointStatus,
 } from '../../src/events/entities.js';
 import { MAX_IN_FLIGHT_PER_ENDPOINT, WebhookOutbox } from '../../src/events/outbox.js';
+import { MAX_ENDPOINTS_PER_DOMAIN } from '../../src/events/webhooks.js';
 import { resealLegacySecrets } from '../../src/events/secrets.js';
 import { verifySignature } from '../../src/events/signature.js';
 import { stageEvents } from '../../src/events/stage.js';
@@ -241,6 +242,21 @@ describeEachDialect('webhooks', (dialect) => {
         { url: receiver.url, event_types: ['port_call.created'] },
         /event_types: is not a known field|eventTypes: is required/,
       ],
+      [
+        '/v1/webhooks',
+        { url: receiver.url, event_types: ['tier_change'], description: 'x'.repeat(201) },
+        /description: must be at most 200 characters/,
+      ],
+      [
+        '/v1/webhooks',
+        { url: `${receiver.url}?${'q'.repeat(2048)}`, event_types: ['tier_change'] },
+        /url: must be at most 2048 characters/,
+      ],
+      [
+        '/v1/webhooks',
+        { url: 'https://no-such-host.invalid/hook', event_types: ['tier_change'] },
+        /url: host 'no-such-host\.invalid' does not resolve/,
+      ],
     ];
     for (const [path, body, message] of cases) {
       const res = await rest(server.url, path, { method: 'POST', key: server.key('PROFESSIONAL'), body });
@@ -249,6 +265,32 @@ describeEachDialect('webhooks', (dialect) => {
       expect(res.body.error.message).toMatch(message);
     }
     expect(await count(server, WebhookEndpoint)).toBe(0);
+  });
+
+  it('refuses the endpoint past the per-account limit with 409, writing nothing', async () => {
+    const key = server.key('INSTITUTIONAL');
+    const accountId = server.demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.accountId;
+    const mine = () =>
+      server.database.db.em().count(WebhookEndpoint, { accountId, domain: WebhookDomain.LIQUIDITY });
+    while ((await mine()) < MAX_ENDPOINTS_PER_DOMAIN) {
+      const res = await rest(server.url, '/v1/webhooks', {
+        method: 'POST',
+        key,
+        body: { url: receiver.url, event_types: ['tier_change'] },
+      });
+      expect(res.status, res.text).toBe(201);
+    }
+    const refused = await rest(server.url, '/v1/webhooks', {
+      method: 'POST',
+      key,
+      body: { url: receiver.url, event_types: ['tier_change'] },
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({
+      code: 'CONFLICT',
+      details: { limit: MAX_ENDPOINTS_PER_DOMAIN },
+    });
+    expect(await mine()).toBe(MAX_ENDPOINTS_PER_DOMAIN);
   });
 
   it('serves port-ops subscriptions in camelCase: register, list with an envelope, get one, and PATCH url, eventTypes and active', async () => {

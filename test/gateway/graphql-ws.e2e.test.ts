@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { AuditRecord } from '../../src/audit/entities.js';
 import { eventBusOf } from '../../src/events/bus.js';
 import { ManualClock } from '../../src/kernel/clock.js';
-import { commitEvents, tierChange, untilListening } from '../events/helpers.js';
+import { commitEvents, eventually, tierChange, untilListening } from '../events/helpers.js';
 import { describeWithPostgres } from '../helpers/env.js';
 import { createKey, gql, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -22,20 +22,6 @@ function handshake(url: string, payload: unknown): Promise<number | 'ack'> {
     ws.on('close', (code) => resolve(code));
     ws.on('error', reject);
   });
-}
-
-/** Waits (bounded) until the condition holds. */
-async function eventually(
-  condition: () => boolean,
-  what: string | (() => string),
-  timeoutMs = 10_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline)
-      throw new Error(`${typeof what === 'string' ? what : what()}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 interface Message {
