@@ -121,6 +121,27 @@ describeEachDialect('liquidity protocol onboarding', (dialect) => {
         { ...VALID, tokenStandard: 'ERC 20!' },
         "tokenStandard: must be a token standard such as ERC-20, ERC-3643 or SPL (got 'ERC 20!')",
       ],
+      [
+        { ...VALID, regulatoryFilings: [{ regulator: 'CBI', reference: 'C-1', filedOn: '2026-07-01' }] },
+        'regulatoryFilings: item 1: filedOn must not be after today (2026-06-15)',
+      ],
+      [
+        { ...VALID, yieldAttribution: [{ source: ' ', sharePct: 100 }] },
+        'yieldAttribution: item 1: source must be 1–100 characters',
+      ],
+      [
+        { ...VALID, yieldAttribution: [{ source: 'Coupons', sharePct: 150 }] },
+        'yieldAttribution: item 1: sharePct must be a number between 0 and 100',
+      ],
+      [
+        { ...VALID, chains: ['Ether Eum'] },
+        'chains: item 1 must be a chain name such as ethereum or base (got "Ether Eum")',
+      ],
+      [{ ...VALID, tokenSymbol: 'QS N' }, "tokenSymbol: must be 1–16 letters, digits or dots (got 'QS N')"],
+      [
+        { ...VALID, governanceModel: '9 lives' },
+        "governanceModel: must be an upper-case name such as CORPORATE_BOARD, TRUSTEE, DAO or MULTISIG (got '9 lives')",
+      ],
     ];
     for (const [input, message] of cases) {
       const res = await gql(server.url, CREATE, { key: admin, variables: { input } });
@@ -289,17 +310,54 @@ describeEachDialect('liquidity protocol onboarding', (dialect) => {
     const row = (slug: string, jurisdiction: string) =>
       `${slug},Pier ${slug},real_estate,PIER,Pier Ltd.,${jurisdiction},exempt,Keel Fiduciary,false,trustee,developing,"[""ethereum""]",ERC-3643,monthly,10,true,250000,7.5,2024-05-01,true,true,true,"[{""source"":""Rent"",""sharePct"":100}]"`;
 
-    const bad = join(dir, 'bad.csv');
-    writeFileSync(bad, [header, row('pier-one', 'GB'), row('pier-two', 'Britain')].join('\n'));
+    const csv = (...lines: string[]) => [header, ...lines].join('\n');
     const before = await counts();
-    await expect(cmd.run(ctx, { options: {}, positionals: ['import', bad] })).rejects.toThrow(
-      "jurisdiction: line 3: must be an ISO 3166-1 alpha-2 country code (got 'Britain')",
-    );
-    const unknown = join(dir, 'unknown.csv');
-    writeFileSync(unknown, 'slug,colour\nharbor-treasury,red\n');
-    await expect(cmd.run(ctx, { options: {}, positionals: ['import', unknown] })).rejects.toThrow(
-      /^colour: line 2: unknown field \(expected slug, name, category, active, description, token_symbol/,
-    );
+    const rejected: Array<{ name: string; text: string; action?: string; message: string | RegExp }> = [
+      {
+        name: 'bad.csv',
+        text: csv(row('pier-one', 'GB'), row('pier-two', 'Britain')),
+        message: "jurisdiction: line 3: must be an ISO 3166-1 alpha-2 country code (got 'Britain')",
+      },
+      {
+        name: 'unknown.csv',
+        text: 'slug,colour\nharbor-treasury,red\n',
+        message:
+          /^colour: line 2: unknown field \(expected slug, name, category, active, description, token_symbol/,
+      },
+      {
+        name: 'twice.csv',
+        text: csv(row('pier-one', 'GB'), row('pier-one', 'IE')),
+        message: "slug: line 3: a second record for 'pier-one'",
+      },
+      { name: 'empty.csv', text: `${header}\n`, message: 'file: contains no rows' },
+      { name: 'empty.json', text: '[]', message: 'file: contains no rows' },
+      {
+        name: 'chain.csv',
+        text: csv(row('pier-one', 'GB').replace('""ethereum""', '""Ether Eum""')),
+        message: 'chains: line 2: item 1 must be a chain name such as ethereum or base (got "Ether Eum")',
+      },
+      {
+        name: 'no-source.csv',
+        text: csv(row('pier-one', 'GB').replace('""source"":""Rent"",', '')),
+        message: 'yield_attribution: line 2: item 1: source must be 1–100 characters',
+      },
+      {
+        name: 'share.csv',
+        text: csv(row('pier-one', 'GB').replace('""sharePct"":100', '""sharePct"":""all""')),
+        message: 'yield_attribution: line 2: item 1: sharePct must be a number between 0 and 100',
+      },
+      {
+        name: 'action.csv',
+        text: csv(row('pier-one', 'GB')),
+        action: 'export',
+        message: "ACTION: must be import (got 'export')",
+      },
+    ];
+    for (const { name, text, action = 'import', message } of rejected) {
+      const file = join(dir, name);
+      writeFileSync(file, text);
+      await expect(cmd.run(ctx, { options: {}, positionals: [action, file] }), name).rejects.toThrow(message);
+    }
     expect(await counts()).toEqual(before);
 
     const good = join(dir, 'good.json');
