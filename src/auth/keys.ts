@@ -127,15 +127,23 @@ export class KeyStore {
   }
 
   /**
-   * Seals private keys stored in plaintext by versions before keys were encrypted at rest.
-   * Idempotent; two processes starting together may both seal a row, either result is valid.
+   * Seals private keys stored in plaintext by versions before keys were encrypted at rest. Run at
+   * every start; idempotent, and safe in several processes at once (each row is rewritten only
+   * while it still holds no sealed value). Returns how many rows it sealed.
    */
   async sealPlaintextKeys(): Promise<number> {
     const em = this.em();
-    const plaintext = (await em.find(SigningKey, {})).filter((row) => !isSealed(row.privateJwk));
-    for (const row of plaintext) row.privateJwk = { sealed: this.box.seal(JSON.stringify(row.privateJwk)) };
-    await em.flush();
-    return plaintext.length;
+    const rows = await em.find(SigningKey, {}, { fields: ['kid', 'privateJwk'] });
+    let sealed = 0;
+    for (const { kid, privateJwk } of rows) {
+      if (isSealed(privateJwk)) continue;
+      sealed += await em.nativeUpdate(
+        SigningKey,
+        { kid, privateJwk: { sealed: null } },
+        { privateJwk: { sealed: this.box.seal(JSON.stringify(privateJwk)) } },
+      );
+    }
+    return sealed;
   }
 
   /** `em` is the caller's transaction: SQLite has one connection, a second one would wait on it forever. */
@@ -154,8 +162,10 @@ export class KeyStore {
     const cacheKey = `private:${row.kid}`;
     let key = this.imported.get(cacheKey);
     if (!key) {
-      if (!isSealed(row.privateJwk)) throw new Error(`signing key ${row.kid} is not sealed`);
-      const jwk = JSON.parse(this.box.open(row.privateJwk.sealed)) as JWK;
+      // A plaintext row: written by an older process during a rolling upgrade, sealed at the next start.
+      const jwk = isSealed(row.privateJwk)
+        ? (JSON.parse(this.box.open(row.privateJwk.sealed)) as JWK)
+        : (row.privateJwk as JWK);
       key = (await importJWK(jwk, SIGNING_ALG)) as CryptoKey;
       this.imported.set(cacheKey, key);
     }

@@ -95,7 +95,8 @@ export class AuthRuntime implements TokenVerifier {
   async start(): Promise<void> {
     try {
       await this.sharedThrottle?.connect();
-      await this.keys.sealPlaintextKeys();
+      const sealed = await this.keys.sealPlaintextKeys();
+      if (sealed > 0) this.services.logger.info({ sealed }, 'sealed signing keys stored in plaintext');
       await this.keys.ensureKey();
       // Opens the signing key now: a wrong SECRETS_KEY stops the start with a clear error, not issuance later.
       await this.keys.signingKey(this.em);

@@ -8,6 +8,7 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jos
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { SigningKey } from '../../src/auth/entities.js';
+import { KeyStore } from '../../src/auth/keys.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/orm.js';
 import { seedDemo } from '../../src/db/seed.js';
@@ -62,6 +63,15 @@ describeEachDialect('signing keys at rest: sealed with the secret box', (dialect
       kid: r.kid,
       private_jwk: typeof r.private_jwk === 'string' ? r.private_jwk : JSON.stringify(r.private_jwk),
     }));
+  };
+
+  /** Stores the first key's private JWK in plaintext, as a version before sealing wrote it. */
+  const makePlaintext = async (): Promise<{ kid: string; plain: { d: string } }> => {
+    const [row] = await storedPrivateKeys();
+    const stored = JSON.parse(row!.private_jwk) as { sealed?: string; d?: string };
+    const plain = (stored.sealed ? JSON.parse(box().open(stored.sealed)) : stored) as { d: string };
+    await database.db.em().nativeUpdate(SigningKey, { kid: row!.kid }, { privateJwk: plain });
+    return { kid: row!.kid, plain };
   };
 
   beforeAll(async () => {
@@ -127,6 +137,29 @@ describeEachDialect('signing keys at rest: sealed with the secret box', (dialect
     }
   });
 
+  it('a plaintext row written by an older process while this one runs still signs (rolling upgrade)', async () => {
+    const app = await start();
+    try {
+      const { kid } = await makePlaintext();
+      // A fresh KeyStore, as after a restart or in another process: nothing cached for that kid.
+      const keys = new KeyStore(() => database.db.em(), systemClock, box());
+      expect((await keys.signingKey(database.db.em())).kid).toBe(kid);
+    } finally {
+      await app.app.close();
+    }
+  });
+
+  it('processes sealing the same plaintext row at once seal it once', async () => {
+    const { plain } = await makePlaintext();
+    const stores = [1, 2].map(() => new KeyStore(() => database.db.em(), systemClock, box()));
+    const sealed = await Promise.all(stores.map((s) => s.sealPlaintextKeys()));
+    expect(sealed.reduce((a, b) => a + b)).toBe(1);
+    const stored = (await storedPrivateKeys())[0]!.private_jwk;
+    expect(stored).not.toContain(plain.d);
+    expect(JSON.parse(box().open(JSON.parse(stored).sealed))).toEqual(plain);
+    expect(await stores[0]!.sealPlaintextKeys()).toBe(0);
+  });
+
   it('refuses to start with another SECRETS_KEY, naming the problem, and changes no key', async () => {
     const before = await storedPrivateKeys();
     await expect(start(randomBytes(32).toString('hex'))).rejects.toThrow(
@@ -186,7 +219,7 @@ describeEachDialect('signing keys at rest: sealed with the secret box', (dialect
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 90_000);
 
   /** The real `tidegate` bin on this database, with the test's SECRETS_KEY unless `env` overrides it. */
   async function tidegate(env: Record<string, string>, ...args: string[]) {

@@ -84,7 +84,7 @@ describeWithRedis('auth throttle when Redis stops answering', () => {
   it('a start that fails (wrong SECRETS_KEY) closes its Redis connection', async () => {
     const database = await createTestDatabase('sqlite');
     const proxy = await silenceableRedisProxy(new URL(TEST_REDIS_URL!));
-    const logger = { warn() {} } as unknown as AppServices['logger'];
+    const logger = { info() {}, warn() {} } as unknown as AppServices['logger'];
     const runtime = (secrets: SecretBox, env: Record<string, string> = {}) =>
       new AuthRuntime({
         config: loadConfig({ DATABASE_URL: database.url, ...env }),
