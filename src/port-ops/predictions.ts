@@ -116,12 +116,15 @@ function chooseSamples(
   const longer = history.filter(outlasted);
   if (conditioning === 'ELAPSED' && longer.length >= MIN_CONDITIONED)
     return { basis: 'GLOBAL', samples: longer, conditioning };
-  for (const [basis, keep] of levels) {
-    const samples = history.filter(keep);
-    if (samples.length >= MIN_SAMPLE || basis === 'GLOBAL')
-      return { basis, samples, conditioning: conditioning === 'NONE' ? 'NONE' : 'MEMORYLESS' };
-  }
-  throw new Error('unreachable: GLOBAL always returns');
+  // GLOBAL (every call) always qualifies, so `find` always finds a level.
+  const [basis, keep] = levels.find(
+    ([level, inGroup]) => level === 'GLOBAL' || history.filter(inGroup).length >= MIN_SAMPLE,
+  )!;
+  return {
+    basis,
+    samples: history.filter(keep),
+    conditioning: conditioning === 'NONE' ? 'NONE' : 'MEMORYLESS',
+  };
 }
 
 export interface Quantiles {

@@ -140,10 +140,25 @@ describe('port-call predictions (empirical-quantiles 2.0.0)', () => {
       },
       NOW,
     );
-    expect(p).toMatchObject({ conditioning: 'MEMORYLESS', sampleSize: 30 });
+    // The history is from another season: the narrowest group with 20 calls is port × vessel type.
+    expect(p).toMatchObject({ conditioning: 'MEMORYLESS', sampleSize: 30, basis: 'PORT_VESSEL_TYPE' });
     // berth times 10…39 h: p10 12.9, p50 24.5, p90 36.1 — from now, i.e. 100 h after ATB.
     expect(p.departureHours).toEqual({ p10: 112.9, p50: 124.5, p90: 136.1 });
     expect(p.departureAt.p10.getTime()).toBeGreaterThan(NOW.getTime());
+    // No group has 20 calls: all calls, however few.
+    const few = predictFromHistory(
+      history.slice(0, 10),
+      {
+        status: PortCallStatus.BERTHED,
+        portId: 'P',
+        vesselType: VesselType.TANKER,
+        eta: at(atb),
+        ata: at(atb),
+        atb: at(atb),
+      },
+      NOW,
+    );
+    expect(few).toMatchObject({ conditioning: 'MEMORYLESS', sampleSize: 10, basis: 'GLOBAL' });
   });
 
   it('never reports a time in the past for a call still to berth or depart: such a quantile is now', () => {
