@@ -16,7 +16,7 @@ import { AppError } from '../kernel/errors.js';
 import { planLabel } from '../kernel/plans.js';
 import { ALL_SCOPES, SCOPES } from '../kernel/scopes.js';
 import { createClient, getClient, GRANT_TYPES, listClients, rotateClientSecret } from './clients.js';
-import type { OAuthClient } from './entities.js';
+import type { AuthSession, OAuthClient } from './entities.js';
 import { errorPage, hidden, html, sendPage, type SafeHtml } from './html.js';
 import type { AuthRuntime } from './runtime.js';
 import {
@@ -272,9 +272,9 @@ export class ConsolePages {
    * the GET shows it once. Reloading the GET, or Back, finds nothing: a refresh can neither
    * re-submit the form (a second client or key) nor show the secret again.
    */
-  private async showOnce(signedIn: SignedIn, reply: FastifyReply, page: ShownOnce): Promise<FastifyReply> {
+  private async showOnce(session: AuthSession, reply: FastifyReply, page: ShownOnce): Promise<FastifyReply> {
     const { clock, secrets } = this.runtime.services;
-    await setFlash(this.runtime.em, clock, secrets, signedIn.session, page);
+    await setFlash(this.runtime.em, clock, secrets, session, page);
     return reply.code(303).header('location', SHOWN_ONCE_PATH).send();
   }
 
@@ -302,8 +302,7 @@ export class ConsolePages {
   }
 
   registerClient(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async (signedIn, body) => {
-      const { user } = signedIn;
+    return this.act(request, reply, async ({ user, session }, body) => {
       const { client, secret } = await createClient(this.runtime.em, this.runtime.services.clock, user, {
         accountId: user.account.id,
         name: text(body.name),
@@ -315,7 +314,7 @@ export class ConsolePages {
         grantTypes: list(body.grant_types),
         confidential: text(body.client_type) !== 'public',
       });
-      return this.showOnce(signedIn, reply, {
+      return this.showOnce(session, reply, {
         title: 'Application registered',
         values: [
           ['Client ID', 'client-id', client.clientId],
@@ -329,14 +328,13 @@ export class ConsolePages {
   }
 
   rotateClient(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async (signedIn) => {
-      const { user } = signedIn;
+    return this.act(request, reply, async ({ user, session }) => {
       const { client, secret } = await rotateClientSecret(
         this.runtime.em,
         clientIdParam(request),
         user.account.id,
       );
-      return this.showOnce(signedIn, reply, {
+      return this.showOnce(session, reply, {
         title: 'Client secret rotated',
         values: [
           ['Client ID', 'client-id', client.clientId],
@@ -358,8 +356,7 @@ export class ConsolePages {
   }
 
   createKey(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async (signedIn, body) => {
-      const { user } = signedIn;
+    return this.act(request, reply, async ({ user, session }, body) => {
       const { key, secret } = await createApiKey(
         this.runtime.em,
         this.runtime.services.clock,
@@ -370,7 +367,7 @@ export class ConsolePages {
           scopes: consoleScopes(user, list(body.scopes)),
         },
       );
-      return this.showOnce(signedIn, reply, {
+      return this.showOnce(session, reply, {
         title: 'API key created',
         values: [['API key', 'api-key', secret]],
         warning: `Key "${key.name}" created. Copy it now: it is shown only this once.`,
@@ -379,8 +376,7 @@ export class ConsolePages {
   }
 
   rotateKey(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async (signedIn) => {
-      const { user } = signedIn;
+    return this.act(request, reply, async ({ user, session }) => {
       const { secret, previous } = await rotateApiKey(
         this.runtime.em,
         this.runtime.services.clock,
@@ -388,7 +384,7 @@ export class ConsolePages {
         keyIdParam(request),
         user.account.id,
       );
-      return this.showOnce(signedIn, reply, {
+      return this.showOnce(session, reply, {
         title: 'API key rotated',
         values: [['New API key', 'api-key', secret]],
         warning: `The old key keeps working until ${previous.expiresAt?.toISOString()}. Copy the new key now: it is shown only this once.`,

@@ -112,7 +112,6 @@ export async function setFlash(
 ): Promise<void> {
   const sealed = box.seal(JSON.stringify({ expiresAt: clock.now().getTime() + FLASH_TTL_MS, value }));
   await em.nativeUpdate(AuthSession, { id: session.id }, { flash: sealed });
-  session.flash = sealed;
 }
 
 /**
