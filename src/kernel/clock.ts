@@ -38,6 +38,11 @@ export function isDate(value: string): boolean {
   return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === value;
 }
 
+/** The clock's current UTC calendar date, `YYYY-MM-DD`. */
+export function todayOf(clock: Clock): string {
+  return clock.now().toISOString().slice(0, 10);
+}
+
 /** Parses durations such as `30d`, `12h`, `15m`, `90s`. */
 export function parseDuration(text: string): number {
   const match = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());

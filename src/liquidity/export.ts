@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
 import { authorizeField, repeatedParameter } from '../gateway/rest.js';
+import { todayOf } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
 import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';
 
@@ -129,7 +130,7 @@ export function registerExport(app: FastifyInstance, services: AppServices): voi
         throw badInput('format', `must be csv or json (got '${requested}')`);
       const em = services.db.em();
       const scoring = await scoringFor(em, principal, single(query, 'profile_id'));
-      const date = services.clock.now().toISOString().slice(0, 10);
+      const date = todayOf(services.clock);
       reply
         .header(
           'content-type',

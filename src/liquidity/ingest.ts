@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import type { Clock } from '../kernel/clock.js';
+import { todayOf, type Clock } from '../kernel/clock.js';
 import { conflictOnUnique } from '../db/errors.js';
 import { knexIn } from '../db/knex.js';
 import { badInput, conflict } from '../kernel/errors.js';
@@ -153,7 +153,7 @@ export async function ingestMetrics(
   format: IngestFormat,
   options: IngestOptions = {},
 ): Promise<IngestResult> {
-  const today = clock.now().toISOString().slice(0, 10);
+  const today = todayOf(clock);
   const records = readRecords(text, format);
   if (records.length === 0) throw badInput('file', 'contains no rows');
   if (records.length > MAX_ROWS)

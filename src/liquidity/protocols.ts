@@ -1,6 +1,6 @@
 import { conflictOnUnique } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
-import { isDate, type Clock } from '../kernel/clock.js';
+import { isDate, todayOf, type Clock } from '../kernel/clock.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
 import {
   GovernanceMaturity,
@@ -333,8 +333,6 @@ async function applyUpdate(
   return protocol;
 }
 
-const today = (clock: Clock) => clock.now().toISOString().slice(0, 10);
-
 /** Two admins claiming one slug at once: the database's unique index decides, and the loser gets a 409. */
 function slugConflictAs409<T>(work: () => Promise<T>): Promise<T> {
   return conflictOnUnique(work, () =>
@@ -348,7 +346,7 @@ export async function createProtocol(
   actor: string,
   input: Record<string, unknown>,
 ): Promise<Protocol> {
-  const draft = readProtocol(new FieldReader(null, input), true, today(clock));
+  const draft = readProtocol(new FieldReader(null, input), true, todayOf(clock));
   return slugConflictAs409(() => em.transactional((tx) => insertProtocol(tx, clock, actor, draft)));
 }
 
@@ -359,7 +357,7 @@ export async function updateProtocol(
   slug: string,
   input: Record<string, unknown>,
 ): Promise<Protocol> {
-  const draft = readProtocol(new FieldReader(null, input), false, today(clock));
+  const draft = readProtocol(new FieldReader(null, input), false, todayOf(clock));
   if (Object.keys(draft).length === 0) throw badInput('input', 'names no field to change');
   return slugConflictAs409(() =>
     em.transactional(async (tx) => {
@@ -402,7 +400,7 @@ export async function importProtocols(
     if (seen.has(slug)) f.fail('slug', `a second record for '${slug}'`);
     seen.add(slug);
     const creating = !existing.has(slug);
-    drafts.push({ creating, draft: readProtocol(f, creating, today(clock)) });
+    drafts.push({ creating, draft: readProtocol(f, creating, todayOf(clock)) });
   }
   return em.transactional(async (tx) => {
     const bySlug = new Map((await tx.find(Protocol, { slug: { $in: [...seen] } })).map((p) => [p.slug, p]));

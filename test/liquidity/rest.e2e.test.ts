@@ -227,6 +227,9 @@ describeEachDialect('liquidity REST routes', (dialect) => {
     });
     expect(csvRes.status).toBe(200);
     expect(csvRes.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(csvRes.headers.get('content-disposition')).toMatch(
+      /^attachment; filename="tidegate-liquidity-\d{4}-\d{2}-\d{2}\.csv"$/,
+    );
     expect(csvRes.headers.get('x-ratelimit-limit')).toBe('200');
     const text = await csvRes.text();
     const csvRows = parse(text, { columns: true }) as Array<Record<string, string>>;
