@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKey } from '../../src/accounts/entities.js';
 import { AuthSession, OAuthClient } from '../../src/auth/entities.js';
-import { systemClock } from '../../src/kernel/clock.js';
+import { ManualClock, MINUTE, SECOND, systemClock } from '../../src/kernel/clock.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
   Browser,
@@ -307,6 +307,41 @@ describe('console cookies', () => {
         expect(cookie).not.toMatch(/Secure/);
         expect(cookie).toMatch(/; HttpOnly/);
       }
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('console shown-once page: the sealed flash lasts 5 minutes', () => {
+  it('shows a new key up to 5 minutes after the redirect; later the page is 410 and the flash is gone', async () => {
+    const clock = new ManualClock('2026-03-02T10:00:00.000Z');
+    const server = await startAuthServer({ clock });
+    try {
+      const user = await createAnalystUser(server, clock);
+      const b = new Browser(server.url);
+      await b.login(user.email, PASSWORD);
+      const csrf = hiddenValue(await (await b.fetch('/console')).text(), 'csrf');
+      const createKey = async (name: string) => {
+        const res = await b.post('/console/keys', { csrf, name, scopes: ['read:vessels'] });
+        expect(res.status).toBe(303);
+      };
+      const flashes = () => server.database.db.em().count(AuthSession, { flash: { $ne: null } });
+
+      await createKey('In time');
+      clock.advance(5 * MINUTE - SECOND);
+      const shown = await b.fetch('/console/shown-once');
+      expect(shown.status).toBe(200);
+      expect(await shown.text()).toMatch(/id="api-key">tg_/);
+
+      await createKey('Too late');
+      clock.advance(5 * MINUTE + SECOND);
+      const late = await b.fetch('/console/shown-once');
+      expect(late.status).toBe(410);
+      const html = await late.text();
+      expect(html).toMatch(/No longer available/);
+      expect(html).not.toMatch(/class="secret"/);
+      expect(await flashes()).toBe(0);
     } finally {
       await server.close();
     }
