@@ -20,10 +20,13 @@ function checkIssuedToCaller(caller: OAuthClient, token: { clientId: string }): 
 }
 
 /**
- * POST /oauth/revoke (RFC 7009). 200 with an empty body for revoked tokens and for tokens that
- * are unknown, expired or already revoked (§2.2: nothing left to do). A live token issued to
- * another client is refused with 400 unauthorized_client and left alone. Public clients revoke
- * with their client_id. token_type_hint is accepted but not needed: the two kinds look different.
+ * POST /oauth/revoke (RFC 7009). 200 with an empty body for the caller's tokens and for tokens
+ * that are unknown (§2.2: nothing left to do). A token we can tell was issued to another client
+ * is refused with 400 unauthorized_client and left alone: a refresh token in any state (live,
+ * rotated, revoked or expired, until its row is purged), an access token while it still verifies
+ * (an expired or revoked JWT is indistinguishable from an unknown one, so it gets 200). Public
+ * clients revoke with their client_id. token_type_hint is accepted but not needed: the two kinds
+ * look different.
  */
 export async function revokeEndpoint(
   runtime: AuthRuntime,

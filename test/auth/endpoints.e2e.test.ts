@@ -205,6 +205,38 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
     ).toBe(200);
   });
 
+  it("another client's refresh token is refused in any state; its dead access token looks unknown (200)", async () => {
+    const other = await registerClient(server, clock, {
+      accountId: user.accountId,
+      grantTypes: 'authorization_code refresh_token client_credentials',
+    });
+    const otherAuth = { client_id: other.client_id, client_secret: other.client_secret! };
+    const revokeAs = async (token: string, expected: number) => {
+      const before = await tokenRows(server);
+      const res = await postForm(server, '/oauth/revoke', { token, ...otherAuth });
+      expect(res.status).toBe(expected);
+      if (expected === 400) expect(res.body.error).toBe('unauthorized_client');
+      expect(await tokenRows(server)).toEqual(before);
+    };
+
+    const tokens = await exchangeCode(server, user, client);
+    const rotated = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+      ...auth(),
+    });
+    expect(rotated.status).toBe(200);
+    await revokeAs(tokens.refresh_token, 400); // rotated (used)
+    const current = rotated.body.refresh_token as string;
+    expect((await postForm(server, '/oauth/revoke', { token: current, ...auth() })).status).toBe(200);
+    await revokeAs(current, 400); // revoked
+
+    const access = (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
+      .access_token as string;
+    expect((await postForm(server, '/oauth/revoke', { token: access, ...auth() })).status).toBe(200);
+    await revokeAs(access, 200); // revoked: no longer verifies, indistinguishable from unknown
+  });
+
   it('a public client revokes its own tokens with its client_id alone', async () => {
     const pub = await registerClient(server, clock, { accountId: user.accountId, public: true });
     const tokens = await exchangeCode(server, user, pub);
