@@ -54,19 +54,21 @@ async function oauthApi(app: FastifyInstance, runtime: AuthRuntime): Promise<voi
   });
 
   registerCors(app);
+  const cors = { config: { cors: true } };
   const issuer = runtime.issuer.issuer;
   const metadata = discoveryDocument(issuer);
-  app.get('/.well-known/openid-configuration', async () => metadata);
-  app.get('/.well-known/oauth-authorization-server', async () => metadata);
-  app.get('/.well-known/jwks.json', async (_request, reply) => {
+  app.get('/.well-known/openid-configuration', cors, async () => metadata);
+  app.get('/.well-known/oauth-authorization-server', cors, async () => metadata);
+  app.get('/.well-known/jwks.json', cors, async (_request, reply) => {
     reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
     return jwks(runtime);
   });
-  app.post('/oauth/token', (request, reply) => tokenEndpoint(runtime, request, reply));
-  app.post('/oauth/revoke', (request, reply) => revokeEndpoint(runtime, request, reply));
+  app.post('/oauth/token', cors, (request, reply) => tokenEndpoint(runtime, request, reply));
+  app.post('/oauth/revoke', cors, (request, reply) => revokeEndpoint(runtime, request, reply));
+  // Servers only: no CORS.
   app.post('/oauth/introspect', (request, reply) => introspectEndpoint(runtime, request, reply));
-  app.get('/oauth/userinfo', (request, reply) => userinfoEndpoint(runtime, request, reply));
-  app.post('/oauth/userinfo', (request, reply) => userinfoEndpoint(runtime, request, reply));
+  app.get('/oauth/userinfo', cors, (request, reply) => userinfoEndpoint(runtime, request, reply));
+  app.post('/oauth/userinfo', cors, (request, reply) => userinfoEndpoint(runtime, request, reply));
 }
 
 /** Browser pages: the authorization step and the console. Errors are pages, never JSON or redirects. */
