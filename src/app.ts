@@ -90,7 +90,19 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     validationRules: [demandControl({ maxDepth: config.graphqlMaxDepth, maxCost: config.graphqlMaxCost })],
     secrets: openSecretBox(config),
   };
-  for (const module of MODULES) await module.start?.(services);
+  const started: typeof MODULES = [];
+  try {
+    for (const module of MODULES) {
+      await module.start?.(services);
+      started.push(module);
+    }
+  } catch (e) {
+    // A start that fails (e.g. a wrong SECRETS_KEY) must not leave connections behind.
+    for (const module of started.reverse()) await module.stop?.(services);
+    await limiter?.close();
+    if (!options.db) await db.close();
+    throw e;
+  }
 
   registerErrorHandlers(fastify);
   registerEdge(fastify, credentials, audit, clock);
