@@ -5,6 +5,7 @@ import { DateTimeISOResolver, JSONObjectResolver } from 'graphql-scalars';
 import { buildSchemaSync, type NonEmptyArray } from 'type-graphql';
 import { MODULES } from '../modules.js';
 import { accessDirectives } from './directives.js';
+import { bindRootResolversSynchronously, resolverContainer } from './sync-resolvers.js';
 
 export const JSONObject = JSONObjectResolver;
 
@@ -32,7 +33,9 @@ export function gatewaySchema(): GraphQLSchema {
         },
       },
       emitSchemaFile: false,
+      container: resolverContainer,
     });
+    bindRootResolversSynchronously(built, resolvers);
   }
   return built;
 }

@@ -1,0 +1,138 @@
+import { isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import { getMetadataStorage, type ContainerType } from 'type-graphql';
+
+/**
+ * type-graphql runs every `@Arg` through an `async` validator, even with validation switched off,
+ * so every query or mutation that takes an argument answers with a promise and pays a chain of
+ * microtasks — about a fifth of a cached REST shim call (`/v1/vessels/lookup`). This replaces the
+ * root fields' resolvers with ones that bind parameters synchronously whenever type-graphql would
+ * pass the value through unchanged, and hand everything else to type-graphql's own resolver:
+ *
+ * - `@Arg` whose value is null, a string, number, boolean or Date (type-graphql returns these
+ *   as they are when validation is off); object and list values go to type-graphql, which turns
+ *   them into input-class instances;
+ * - `@Ctx()` / `@Ctx('prop')`, `@Info()`, and `@Root()` without a declared type.
+ *
+ * A field keeps type-graphql's resolver when its method has any other parameter kind (`@Args`,
+ * custom decorators), a middleware, an `@Authorized` rule, or a validator of its own. The
+ * resolver class instance is the one type-graphql uses: both come from `resolverContainer`.
+ */
+
+type Resolver = GraphQLFieldResolver<unknown, Record<string, unknown>, Record<string, unknown>>;
+type ParamMetadata = NonNullable<ReturnType<typeof getMetadataStorage>['queries'][number]['params']>[number];
+type Binder = (root: unknown, args: Record<string, unknown>, context: unknown, info: unknown) => unknown;
+
+/** Passed through from a binder when type-graphql must bind this call itself. */
+const FALLBACK: unique symbol = Symbol('type-graphql binds this call');
+
+const instances = new Map<Function, unknown>(); // eslint-disable-line @typescript-eslint/no-unsafe-function-type
+
+/** One instance per resolver class, shared by type-graphql (buildSchema's `container`) and the fast path. */
+export const resolverContainer: ContainerType = {
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+  get(someClass: Function) {
+    let instance = instances.get(someClass);
+    if (instance === undefined) {
+      instance = new (someClass as new () => unknown)();
+      instances.set(someClass, instance);
+    }
+    return instance;
+  },
+};
+
+function isPassThrough(value: unknown): boolean {
+  return (
+    value === null ||
+    value === undefined ||
+    typeof value === 'string' ||
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    value instanceof Date
+  );
+}
+
+/** A binder for one parameter, or undefined when type-graphql must bind every call of this method. */
+function binderOf(param: ParamMetadata): Binder | undefined {
+  switch (param.kind) {
+    case 'arg': {
+      if (param.validateFn || (param.validateSettings !== undefined && param.validateSettings !== false))
+        return undefined;
+      const name = param.name;
+      return (_root, args) => {
+        const value = args[name];
+        return isPassThrough(value) ? value : FALLBACK;
+      };
+    }
+    case 'context': {
+      const property = param.propertyName;
+      return property
+        ? (_root, _args, context) => (context as Record<string, unknown>)[property]
+        : (_root, _args, context) => context;
+    }
+    case 'info':
+      return (_root, _args, _context, info) => info;
+    case 'root': {
+      if (param.getType) return undefined;
+      const property = param.propertyName;
+      return property ? (root) => (root as Record<string, unknown>)[property] : (root) => root;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Rewrites the Query and Mutation fields built from `resolvers` in place. Must be given the
+ * schema that `buildSchema` made with `validate: false`, no global middlewares and
+ * `container: resolverContainer`.
+ */
+export function bindRootResolversSynchronously(
+  schema: GraphQLSchema,
+  resolvers: readonly Function[], // eslint-disable-line @typescript-eslint/no-unsafe-function-type
+): number {
+  const storage = getMetadataStorage();
+  const included = new Set(resolvers);
+  let rewritten = 0;
+  for (const [type, handlers] of [
+    [schema.getQueryType(), storage.queries],
+    [schema.getMutationType(), storage.mutations],
+  ] as const) {
+    if (!isObjectType(type)) continue;
+    const fields = type.getFields();
+    for (const handler of handlers) {
+      if (!included.has(handler.target)) continue;
+      const field = fields[handler.schemaName];
+      if (!field?.resolve) continue;
+      if ((handler.middlewares?.length ?? 0) > 0 || (handler.roles?.length ?? 0) > 0) continue;
+      const params = [...(handler.params ?? [])].sort((a, b) => a.index - b.index);
+      const binders = params.map(binderOf);
+      if (binders.some((b) => b === undefined)) continue;
+      field.resolve = fastResolver(
+        binders as Binder[],
+        resolverContainer.get(handler.target, undefined as never) as Record<string, unknown>,
+        handler.methodName,
+        field.resolve as Resolver,
+      );
+      rewritten++;
+    }
+  }
+  return rewritten;
+}
+
+function fastResolver(
+  binders: Binder[],
+  instance: Record<string, unknown>,
+  method: string,
+  original: Resolver,
+) {
+  const fn = instance[method] as (...args: unknown[]) => unknown;
+  return (root: unknown, args: Record<string, unknown>, context: unknown, info: unknown) => {
+    const values = new Array<unknown>(binders.length);
+    for (let i = 0; i < binders.length; i++) {
+      const value = binders[i]!(root, args, context, info);
+      if (value === FALLBACK) return original(root, args, context as Record<string, unknown>, info as never);
+      values[i] = value;
+    }
+    return fn.apply(instance, values);
+  };
+}
