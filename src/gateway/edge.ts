@@ -38,14 +38,9 @@ export function registerEdge(
     if (presented === null) return done();
     if (presented === 'malformed') return done(withChallenge(unauthenticated(), 'bearer'));
     request.presentation = presented.presentation;
-    const accept = (principal: Principal | null) => {
-      if (!principal) return done(withChallenge(unauthenticated(), presented.presentation));
-      request.principal = principal;
-      done();
-    };
     const resolved = credentials.resolve(presented.secret);
-    if (isPromise(resolved)) resolved.then(accept, done);
-    else accept(resolved);
+    if (isPromise(resolved)) resolved.then((principal) => admitCaller(request, principal, done), done);
+    else admitCaller(request, resolved, done);
   });
 
   app.addHook('onResponse', (request, reply, done) => {
@@ -66,6 +61,17 @@ export function registerEdge(
     });
     done();
   });
+}
+
+/** The end of the credential step: the request goes on with its principal, or is refused with 401. */
+function admitCaller(
+  request: FastifyRequest,
+  principal: Principal | null,
+  done: (error?: Error) => void,
+): void {
+  if (!principal) return done(withChallenge(unauthenticated(), request.presentation!));
+  request.principal = principal;
+  done();
 }
 
 function withChallenge(error: AppError, presentation: 'bearer' | 'x-api-key'): AppError {

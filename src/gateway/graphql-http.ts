@@ -62,7 +62,9 @@ function accessPlugin(policy: AccessPolicy, services: AppServices): ApolloServer
 /** GraphQL over HTTP: a POST body must be application/json; anything else is 415 before parsing. */
 function requireJsonBody(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
   if (request.method !== 'POST') return done();
-  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const header = request.headers['content-type'];
+  if (header === 'application/json') return done(); // the common spelling, without parsing it
+  const type = (header ?? '').split(';')[0]!.trim().toLowerCase();
   if (type === 'application/json') return done();
   done(
     new AppError(
