@@ -42,12 +42,13 @@ export function sessionFingerprint(
   userAgent: string | null | undefined,
 ): string | null {
   if (!credentialId) return null;
-  const input = `${credentialId}|${ip ? ipPrefix(ip) : ''}|${userAgent ?? ''}`;
-  let fingerprint = recentFingerprints.get(input);
+  // Remembered by the exact address: the prefix and the hash are computed once per session.
+  const seen = `${credentialId}|${ip ?? ''}|${userAgent ?? ''}`;
+  let fingerprint = recentFingerprints.get(seen);
   if (fingerprint === undefined) {
-    fingerprint = sha256Hex(input).slice(0, 32);
+    fingerprint = sha256Hex(`${credentialId}|${ip ? ipPrefix(ip) : ''}|${userAgent ?? ''}`).slice(0, 32);
     if (recentFingerprints.size >= 1_000) recentFingerprints.clear();
-    recentFingerprints.set(input, fingerprint);
+    recentFingerprints.set(seen, fingerprint);
   }
   return fingerprint;
 }
