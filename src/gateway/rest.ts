@@ -68,6 +68,8 @@ interface PreparedRoute {
   route: RestRoute;
   requirements: Requirements;
   compiled: CompiledQuery;
+  /** `route.result` split at its dots, once. */
+  resultPath: string[];
 }
 
 /**
@@ -97,7 +99,12 @@ export function prepareRoutes(
         `REST operation ${route.operation} does not compile: ${compiled.errors?.map((e) => e.message).join('; ')}`,
       );
     }
-    return { route, requirements: policy.requirements(document, route.operation), compiled };
+    return {
+      route,
+      requirements: policy.requirements(document, route.operation),
+      compiled,
+      resultPath: route.result.split('.'),
+    };
   });
 }
 
@@ -154,7 +161,7 @@ function execute(
   const ctx = createContext(services, request.id, principal);
   return andThen(p.compiled.query(undefined, ctx, variables), (result) => {
     if (result.errors && result.errors.length > 0) throw restErrorOf(result.errors[0], p.route);
-    const body = pathGet(result.data, p.route.result);
+    const body = pathGet(result.data, p.resultPath);
     if ((body === null || body === undefined) && p.route.notFound) {
       const { resource, param } = p.route.notFound;
       throw notFound(resource, String(variables[param] ?? ''));
@@ -245,9 +252,9 @@ export function coercionError(message: string, route: RestRoute): AppError | und
   return badInput(httpName, reason);
 }
 
-function pathGet(data: unknown, path: string): unknown {
+function pathGet(data: unknown, path: readonly string[]): unknown {
   let current = data;
-  for (const key of path.split('.')) {
+  for (const key of path) {
     if (current === null || current === undefined) return current;
     current = (current as Record<string, unknown>)[key];
   }
