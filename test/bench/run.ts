@@ -1,11 +1,18 @@
 /**
- * `npm run bench`: starts the real server in a child process (one core for it, one for the load
- * generator), then measures each scenario with autocannon on loopback — requests/s, p50 and p99 —
- * and prints ratios against each scenario's baseline. Bounded: fixed duration per scenario.
+ * `npm run bench`: starts the real server in a child process (the server's one thread and the load
+ * generator share the machine's cores), then measures each scenario with autocannon on loopback —
+ * requests/s, p50 and p99 — and prints ratios against each scenario's baseline. Bounded: fixed
+ * duration per scenario.
  *
- * BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 20), BENCH_ONLY (substrings separated
- * by `|`: only the scenarios whose name contains one of them; the extra benchmarks then run only
- * when BENCH_ONLY names `extra`).
+ * The time of each scenario is split into BENCH_ROUNDS rounds, and every round measures every
+ * scenario in turn, so a scenario and its baseline are always measured seconds apart. A shared or
+ * virtual machine drifts by tens of percent over a minute; a ratio taken within one round does not
+ * see that drift. Reported: the median over rounds of req/s, p50 and p99, and of each round's
+ * ratio to the baseline, with the lowest and highest ratio seen.
+ *
+ * BENCH_DURATION (s per scenario, default 10), BENCH_ROUNDS (default 5), BENCH_CONNECTIONS (default
+ * 20), BENCH_ONLY (substrings separated by `|`: only the scenarios whose name contains one of them;
+ * the extra benchmarks then run only when BENCH_ONLY names `extra`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +24,7 @@ import type { BenchScenario } from './scenario.js';
 type Keys = Record<'OBSERVER' | 'ANALYST' | 'PROFESSIONAL' | 'INSTITUTIONAL', string>;
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
 
@@ -97,7 +105,7 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
   return { child, url, keys };
 }
 
-interface Row {
+interface Sample {
   name: string;
   rps: number;
   p50: number;
@@ -107,7 +115,21 @@ interface Row {
   baseline?: string;
 }
 
-async function measure(url: string, keys: Keys, s: BenchScenario, seconds: number): Promise<Row> {
+interface Row extends Sample {
+  /** Median over rounds of this round's req/s ÷ the baseline's req/s in the same round. */
+  ratio?: number;
+  ratioMin?: number;
+  ratioMax?: number;
+  rounds: Sample[];
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function measure(url: string, keys: Keys, s: BenchScenario, seconds: number): Promise<Sample> {
   const result = await autocannon({
     url: url + s.path,
     method: s.method,
@@ -131,16 +153,24 @@ async function main(): Promise<void> {
   const scenarios = await loadScenarios();
   const dir = mkdtempSync(join(tmpdir(), 'tidegate-bench-'));
   const { child, url, keys } = await startServer(dir);
-  const rows: Row[] = [];
+  const samples = new Map<string, Sample[]>(scenarios.map((s) => [s.name, []]));
+  const ratios = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
   const extras: Record<string, unknown> = {};
+  const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
   try {
-    for (const s of scenarios) {
-      await measure(url, keys, s, 2); // warm-up: JIT, caches, connection pools
-      const row = await measure(url, keys, s, DURATION);
-      rows.push(row);
-      console.error(
-        `  ${s.name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx ? `, ${row.non2xx} non-2xx` : ''}`,
-      );
+    for (const s of scenarios) await measure(url, keys, s, 2); // warm-up: JIT, caches, connection pools
+    for (let round = 1; round <= ROUNDS; round++) {
+      const thisRound = new Map<string, Sample>();
+      for (const s of scenarios) {
+        const sample = await measure(url, keys, s, seconds);
+        thisRound.set(s.name, sample);
+        samples.get(s.name)!.push(sample);
+        const base = s.baseline ? thisRound.get(s.baseline) : undefined;
+        if (base) ratios.get(s.name)!.push(sample.rps / base.rps);
+        console.error(
+          `  round ${round}/${ROUNDS} ${s.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50} ms, p99 ${sample.p99} ms${base ? `, ${(sample.rps / base.rps).toFixed(2)} × baseline` : ''}${sample.non2xx ? `, ${sample.non2xx} non-2xx` : ''}`,
+        );
+      }
     }
     for (const file of ONLY && !ONLY.includes('extra') ? [] : ['liquidity', 'events']) {
       try {
@@ -159,23 +189,39 @@ async function main(): Promise<void> {
     child.kill('SIGTERM');
   }
 
-  const byName = new Map(rows.map((r) => [r.name, r]));
+  const rows: Row[] = scenarios.map((s) => {
+    const rounds = samples.get(s.name)!;
+    const r = ratios.get(s.name)!;
+    return {
+      name: s.name,
+      baseline: s.baseline,
+      rps: median(rounds.map((x) => x.rps)),
+      p50: median(rounds.map((x) => x.p50)),
+      p99: median(rounds.map((x) => x.p99)),
+      errors: rounds.reduce((n, x) => n + x.errors, 0),
+      non2xx: rounds.reduce((n, x) => n + x.non2xx, 0),
+      ...(r.length > 0 ? { ratio: median(r), ratioMin: Math.min(...r), ratioMax: Math.max(...r) } : {}),
+      rounds,
+    };
+  });
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   console.log(
-    `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; ${CONNECTIONS} connections, ${DURATION} s per scenario\n`,
+    `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
   );
-  console.log('| scenario | req/s | p50 ms | p99 ms | vs baseline |');
+  console.log('| scenario | req/s | p50 ms | p99 ms | vs baseline (median of rounds; lowest–highest) |');
   console.log('|---|---:|---:|---:|---:|');
   for (const r of rows) {
-    const base = r.baseline ? byName.get(r.baseline) : undefined;
-    const ratio = base ? `${(r.rps / base.rps).toFixed(2)} × ${r.baseline}` : '—';
+    const ratio =
+      r.ratio !== undefined
+        ? `${r.ratio.toFixed(2)} × ${r.baseline} (${r.ratioMin!.toFixed(2)}–${r.ratioMax!.toFixed(2)})`
+        : '—';
     const flag = r.errors || r.non2xx ? ` (errors ${r.errors}, non-2xx ${r.non2xx})` : '';
     console.log(`| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${ratio} |`);
   }
   mkdirSync('data/bench', { recursive: true });
   writeFileSync(
     'data/bench/results.json',
-    JSON.stringify({ at: new Date().toISOString(), cpu, rows, extras }, null, 2),
+    JSON.stringify({ at: new Date().toISOString(), cpu, rounds: ROUNDS, seconds, rows, extras }, null, 2),
   );
   rmSync(dir, { recursive: true, force: true });
 }
