@@ -10,7 +10,7 @@
  * see that drift. Reported: the median over rounds of req/s, p50 and p99, and of each round's
  * ratio to the baseline, with the lowest and highest ratio seen.
  *
- * BENCH_DURATION (s per scenario, default 10), BENCH_ROUNDS (default 5), BENCH_CONNECTIONS (default
+ * BENCH_DURATION (s per scenario, default 20), BENCH_ROUNDS (default 10), BENCH_CONNECTIONS (default
  * 20), BENCH_ONLY (substrings separated by `|`: only the scenarios whose name contains one of them;
  * the extra benchmarks then run only when BENCH_ONLY names `extra`).
  */
@@ -23,8 +23,8 @@ import type { BenchScenario } from './scenario.js';
 
 type Keys = Record<'OBSERVER' | 'ANALYST' | 'PROFESSIONAL' | 'INSTITUTIONAL', string>;
 
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
-const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
+const DURATION = Number(process.env.BENCH_DURATION ?? 20);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 10));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
 
