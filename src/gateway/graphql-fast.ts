@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   parse,
   specifiedRules,
@@ -13,7 +13,6 @@ import Negotiator from 'negotiator';
 import { isAppError } from '../kernel/errors.js';
 import { isPromise } from '../kernel/maybe-async.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
-import type { Principal } from '../kernel/principal.js';
 import { createContext, type AdmissionResult, type AppServices, type GatewayContext } from './context.js';
 import { formatGraphQLError } from './errors.js';
 
@@ -115,39 +114,56 @@ interface GraphQLBody {
 }
 
 /**
- * Fastify preHandler for POST /graphql: answers the request itself (and never calls `done`), or
- * calls `done()` to let Apollo do it. Callback-style and synchronous whenever the caller, the
- * counters and the resolvers answer from memory, so a cached operation pays no promise.
+ * The handler of /graphql: answers a cached operation itself, and hands every other request to
+ * `fallback` (Apollo's handler). Synchronous whenever the caller, the counters and the resolvers
+ * answer from memory, so a cached operation pays no promise.
  */
-export function fastGraphQL(operations: CompiledOperations, services: AppServices) {
-  return (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void => {
-    if (request.method !== 'POST') return done();
-    const body = request.body as GraphQLBody | undefined;
-    if (!body || typeof body.query !== 'string' || body.extensions !== undefined) return done();
-    const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
-    if (body.operationName !== undefined && body.operationName !== null && operationName === undefined)
-      return done();
-    const variables = body.variables ?? undefined;
-    if (
-      variables !== undefined &&
-      (typeof variables !== 'object' || variables === null || Array.isArray(variables))
-    )
-      return done();
-    const contentType = responseType(request.headers.accept);
-    if (!contentType) return done();
-    const entry = operations.lookup(body.query, operationName);
-    if (!entry) return done();
-
-    const principal = request.principal ?? null;
-    if (checkAccess(entry.requirements, principal).length > 0) return done(); // Apollo's path reports denials
-    const ctx = createContext(services, request.id, principal);
-    request.gatewayMeta = ctx.meta;
-    ctx.meta.operation = entry.label;
-    reply.header('content-type', contentType);
-    new FastCall(services, reply, ctx, entry, variables as Record<string, unknown> | undefined, done).start(
-      principal,
-    );
+export function fastGraphQL(
+  operations: CompiledOperations,
+  services: AppServices,
+  fallback: GraphQLHandler,
+): GraphQLHandler {
+  return function graphqlHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+    const call = fastCallFor(operations, services, request, reply);
+    if (!call) return fallback.call(this, request, reply);
+    call.start(); // sends the answer, now or when a remote counter answers: nothing to return
+    return undefined;
   };
+}
+
+export type GraphQLHandler = (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => unknown;
+
+/** The fast-path call for this request, or undefined when Apollo must answer it. */
+function fastCallFor(
+  operations: CompiledOperations,
+  services: AppServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastCall | undefined {
+  if (request.method !== 'POST') return undefined;
+  const body = request.body as GraphQLBody | undefined;
+  if (!body || typeof body.query !== 'string' || body.extensions !== undefined) return undefined;
+  const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
+  if (body.operationName !== undefined && body.operationName !== null && operationName === undefined)
+    return undefined;
+  const variables = body.variables ?? undefined;
+  if (
+    variables !== undefined &&
+    (typeof variables !== 'object' || variables === null || Array.isArray(variables))
+  )
+    return undefined;
+  const contentType = responseType(request.headers.accept);
+  if (!contentType) return undefined;
+  const entry = operations.lookup(body.query, operationName);
+  if (!entry) return undefined;
+
+  const principal = request.principal ?? null;
+  if (checkAccess(entry.requirements, principal).length > 0) return undefined; // Apollo's path reports denials
+  const ctx = createContext(services, request.id, principal);
+  request.gatewayMeta = ctx.meta;
+  ctx.meta.operation = entry.label;
+  reply.header('content-type', contentType);
+  return new FastCall(services, reply, ctx, entry, variables as Record<string, unknown> | undefined);
 }
 
 /**
@@ -161,11 +177,11 @@ class FastCall {
     private readonly ctx: GatewayContext,
     private readonly entry: Entry,
     private readonly variables: Record<string, unknown> | undefined,
-    private readonly done: (error?: Error) => void,
   ) {}
 
-  start(principal: Principal | null): void {
+  start(): void {
     try {
+      const principal = this.ctx.principal;
       const admitted = principal
         ? this.services.admission.admit(principal, this.entry.requirements)
         : undefined;
@@ -209,7 +225,8 @@ class FastCall {
   }
 
   private fail(e: unknown): void {
-    if (!isAppError(e)) return this.done(e instanceof Error ? e : new Error(String(e)));
+    // Anything else is the error handler's (a 500 that is logged).
+    if (!isAppError(e)) return void this.reply.send(e instanceof Error ? e : new Error(String(e)));
     this.reply.code(e.status).headers({ ...this.ctx.meta.headers, ...e.headers });
     this.reply.send(
       JSON.stringify({ errors: [{ message: e.message, extensions: { code: e.code, ...e.details } }] }),

@@ -8,7 +8,7 @@ import { AppError } from '../kernel/errors.js';
 import { checkAccess, type AccessPolicy } from './access.js';
 import { createContext, type AppServices, type GatewayContext } from './context.js';
 import { formatGraphQLError, toGraphQLError } from './errors.js';
-import { CompiledOperations, fastGraphQL } from './graphql-fast.js';
+import { CompiledOperations, fastGraphQL, type GraphQLHandler } from './graphql-fast.js';
 
 /** When a plan and scopes are both missing, one error says both (402 wins the status). */
 export function combineDenials(errors: AppError[]): AppError {
@@ -111,8 +111,13 @@ export async function registerGraphQL(
     method: ['GET', 'POST'],
     url: '/graphql',
     onRequest: requireJsonBody,
-    preHandler: fastGraphQL(new CompiledOperations(schema, policy, services.validationRules), services),
-    handler,
+    // Operations seen before are answered by the compiled fast path; the rest by Apollo's handler.
+    handler: fastGraphQL(
+      new CompiledOperations(schema, policy, services.validationRules),
+      services,
+      // Apollo's handler types its reply payload as a string; it takes any request of this route.
+      handler as unknown as GraphQLHandler,
+    ),
     config: { audit: 'graphql', graphql: true },
   });
   app.route({
