@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { fastFailingRedis } from '../gateway/limits.js';
 import { MINUTE, type Clock } from '../kernel/clock.js';
 import { sha256Hex } from '../kernel/crypto.js';
 
@@ -79,14 +80,7 @@ export class RedisFailureStore implements FailureStore {
     private readonly prefix: string,
     commandTimeoutMs = 500,
   ) {
-    this.redis = new Redis(url, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      commandTimeout: commandTimeoutMs,
-      enableOfflineQueue: false,
-    });
-    // Connection errors surface on the commands; ioredis would otherwise print each retry.
-    this.redis.on('error', () => {});
+    this.redis = fastFailingRedis(url, commandTimeoutMs);
   }
 
   /** Connects; a server whose REDIS_URL does not answer at start refuses to start. */

@@ -61,6 +61,23 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return count`;
 
+/**
+ * A Redis client for counters a request waits on: commands fail after `commandTimeoutMs`, or at
+ * once while disconnected (no offline queue behind the reconnect), so the caller can fall back to
+ * counting locally. Not connected yet: call `connect()`.
+ */
+export function fastFailingRedis(url: string, commandTimeoutMs: number): Redis {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    commandTimeout: commandTimeoutMs,
+    enableOfflineQueue: false,
+  });
+  // Connection errors surface on the commands; ioredis would otherwise print each retry.
+  redis.on('error', () => {});
+  return redis;
+}
+
 /** INCR and PEXPIRE in one Lua script: atomic on the server, shared by every process. */
 export class RedisCounterStore implements CounterStore {
   private readonly redis: Redis;
@@ -71,15 +88,7 @@ export class RedisCounterStore implements CounterStore {
     /** A request waits at most this long for Redis (then ResilientCounterStore counts locally). */
     commandTimeoutMs = 500,
   ) {
-    this.redis = new Redis(url, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      commandTimeout: commandTimeoutMs,
-      // While Redis is away, fail at once rather than queue behind the reconnect.
-      enableOfflineQueue: false,
-    });
-    // Connection errors surface on the commands; ioredis would otherwise print each retry.
-    this.redis.on('error', () => {});
+    this.redis = fastFailingRedis(url, commandTimeoutMs);
   }
 
   /** Connects; a gateway whose REDIS_URL does not answer at start refuses to start. */
