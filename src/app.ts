@@ -10,6 +10,7 @@ import { CredentialResolver } from './gateway/credentials.js';
 import { registerEdge, registerErrorHandlers, registerJsonBodyParser, requestIdOf } from './gateway/edge.js';
 import { registerGraphQL } from './gateway/graphql-http.js';
 import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
+import { Operations } from './gateway/operation.js';
 import { createRateLimiter } from './gateway/limits.js';
 import { prepareRoutes, registerRestRoutes } from './gateway/rest.js';
 import { gatewaySchema } from './gateway/schema.js';
@@ -116,18 +117,19 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       .send({ status: ok ? 'ready' : 'unavailable', database: ok ? 'ok' : 'unreachable' });
   });
 
-  const apollo = await registerGraphQL(fastify, schema, policy, services);
+  // The one pipeline; every door below is a thin adapter over it.
+  const operations = new Operations(schema, policy, services);
+  const apollo = await registerGraphQL(fastify, operations, services);
   registerRestRoutes(
     fastify,
-    services,
+    operations,
     prepareRoutes(
-      schema,
-      policy,
+      operations,
       MODULES.flatMap((m) => m.restRoutes ?? []),
     ),
   );
-  for (const module of MODULES) await module.http?.(fastify, services);
-  const ws = registerGraphQLWs(fastify, schema, policy, services, credentials, audit);
+  for (const module of MODULES) await module.http?.(fastify, services, operations);
+  const ws = registerGraphQLWs(fastify, operations, services, credentials, audit);
 
   return {
     fastify,

@@ -59,8 +59,8 @@ export interface Config {
   redisPrefix: string;
   wsMaxSubscriptionsPerConnection: number;
   wsKeepAliveMs: number;
-  /** Bytes a subscriber's socket may have waiting to be sent before its subscriptions are ended. */
-  wsMaxBacklogBytes: number;
+  /** Events a subscription may have waiting to be sent before it is ended (a reader slower than the feed). */
+  wsMaxBacklogEvents: number;
   planLimits: Record<Plan, PlanLimit>;
   /** Per-credential requests per minute on the port-operations API. */
   portOpsPerMinute: number;
@@ -208,7 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: env.REDIS_PREFIX || 'tidegate',
     wsMaxSubscriptionsPerConnection: int('WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 50, 1, 10_000),
     wsKeepAliveMs: duration('WS_KEEPALIVE', '12s'),
-    wsMaxBacklogBytes: int('WS_MAX_BACKLOG_BYTES', 8 * 1024 * 1024, 1024),
+    wsMaxBacklogEvents: int('WS_MAX_BACKLOG_EVENTS', 1000, 1, 1_000_000),
     planLimits,
     portOpsPerMinute: int('PORT_OPS_PER_MINUTE', 600, 1),
     benchRoutes: bool('BENCH_ROUTES', false),

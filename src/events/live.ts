@@ -1,61 +1,76 @@
 import type { DomainEvent } from '../gateway/context.js';
+import { AppError } from '../kernel/errors.js';
 import type { EventBus } from './bus.js';
 
-/**
- * A subscription's stream of matching events. It is an async iterable because that is what a
- * GraphQL subscribe resolver returns, but it is consumed by push: the gateway wires it to its
- * socket with `pushTo` (src/gateway/graphql-ws.ts) and never pulls.
- */
-export interface LiveEvents extends AsyncIterableIterator<DomainEvent> {
-  /**
-   * From now on each matching event goes straight to `deliver`, synchronously inside the bus
-   * listener — no queue, no promise per event (fan-out to thousands of sockets). Events that
-   * arrived before are handed over first.
-   */
-  pushTo(deliver: (event: DomainEvent) => void): void;
-}
-
-export function isLiveEvents(value: unknown): value is LiveEvents {
-  return typeof (value as Partial<LiveEvents> | null)?.pushTo === 'function';
-}
+/** The refusal a subscriber gets when it reads slower than events arrive, past its backlog. */
+export const FELL_BEHIND = 'Subscriber fell too far behind; subscription ended';
 
 /**
- * One subscription's stream: the bus listener runs `accept` synchronously and hands matching
- * events to the sink, or holds them until there is one. Returning (client `complete`, socket
- * close) removes the listener.
+ * One subscription's stream of matching events: the bus listener runs `accept` synchronously and
+ * queues what matches; the transport (graphql-ws) pulls at the pace its socket accepts writes.
+ * A subscriber more than `maxBacklog` events behind is ended: its next read rejects with
+ * SERVICE_UNAVAILABLE instead of the process buffering without bound. Returning (client
+ * `complete`, socket close) removes the listener at once.
  */
-export function liveEvents(bus: EventBus, accept: (event: DomainEvent) => boolean): LiveEvents {
-  const early: DomainEvent[] = [];
+export function liveEvents(
+  bus: EventBus,
+  accept: (event: DomainEvent) => boolean,
+  maxBacklog: number,
+): AsyncIterableIterator<DomainEvent> {
+  const queue: DomainEvent[] = [];
+  let waiting: ((result: IteratorResult<DomainEvent>) => void) | undefined;
+  let failWaiting: ((error: unknown) => void) | undefined;
   let done = false;
-  let sink: ((event: DomainEvent) => void) | undefined;
+  let overflowed = false;
 
   const finish = () => {
     done = true;
     unsubscribe();
-    early.length = 0;
+    queue.length = 0;
   };
-  // `early` holds what arrives between the subscribe resolver and `pushTo`, a few microtasks of the
-  // same subscribe call: bounded by what the process publishes meanwhile, so it needs no cap.
   const unsubscribe = bus.subscribe((event) => {
-    if (done || !accept(event)) return;
-    if (sink) sink(event);
-    else early.push(event);
+    if (done || overflowed || !accept(event)) return;
+    if (waiting) {
+      const resolve = waiting;
+      waiting = failWaiting = undefined;
+      resolve({ value: event, done: false });
+      return;
+    }
+    if (queue.length >= maxBacklog) {
+      overflowed = true;
+      unsubscribe();
+      queue.length = 0;
+      return;
+    }
+    queue.push(event);
   });
 
-  const iterator: LiveEvents = {
-    pushTo(deliver) {
-      sink = deliver;
-      for (const event of early.splice(0)) deliver(event);
-    },
+  const iterator: AsyncIterableIterator<DomainEvent> = {
     next() {
-      return Promise.reject(new Error('live event streams are pushed to their socket (pushTo), not pulled'));
+      const event = queue.shift();
+      if (event) return Promise.resolve({ value: event, done: false });
+      if (overflowed && !done) {
+        finish();
+        return Promise.reject(new AppError('SERVICE_UNAVAILABLE', FELL_BEHIND));
+      }
+      if (done) return Promise.resolve({ value: undefined, done: true });
+      return new Promise((resolve, reject) => {
+        waiting = resolve;
+        failWaiting = reject;
+      });
     },
     return() {
       finish();
+      const resolve = waiting;
+      waiting = failWaiting = undefined;
+      resolve?.({ value: undefined, done: true });
       return Promise.resolve({ value: undefined, done: true });
     },
     throw(error?: unknown) {
       finish();
+      const reject = failWaiting;
+      waiting = failWaiting = undefined;
+      reject?.(error);
       return Promise.reject(error);
     },
     [Symbol.asyncIterator]() {

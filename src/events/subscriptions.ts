@@ -60,6 +60,7 @@ function subscribe(
       wanted.has(event.type) &&
       (event.accountId === null || event.accountId === accountId) &&
       accept(event as DomainEvent<Payload>),
+    context.services.config.wsMaxBacklogEvents,
   );
 }
 

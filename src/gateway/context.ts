@@ -82,8 +82,12 @@ export interface GatewayContext {
 }
 
 export interface OperationMeta {
+  /** The operation as audit and metrics name it, e.g. `query Dashboard`. */
   operation?: string;
+  /** Response headers the operation implies (X-RateLimit-*, Retry-After). */
   headers: Record<string, string>;
+  /** `extensions.code` of each error in the answer, for metrics. */
+  errorCodes?: string[];
 }
 
 /** DataLoaders are per request: created on first use and shared by every resolver of the request. */
@@ -111,7 +115,6 @@ export class LoaderRegistry {
  * made on first use: operations served from caches never pay for them.
  */
 class RequestScope implements GatewayContext {
-  readonly meta: OperationMeta = { headers: {} };
   private forked: EntityManager | undefined;
   private registry: LoaderRegistry | undefined;
 
@@ -119,6 +122,7 @@ class RequestScope implements GatewayContext {
     readonly services: AppServices,
     readonly requestId: string,
     readonly principal: Principal | null,
+    readonly meta: OperationMeta,
   ) {}
 
   get em(): EntityManager {
@@ -134,8 +138,9 @@ export function createContext(
   services: AppServices,
   requestId: string,
   principal: Principal | null,
+  meta: OperationMeta = { headers: {} },
 ): GatewayContext {
-  return new RequestScope(services, requestId, principal);
+  return new RequestScope(services, requestId, principal, meta);
 }
 
 /** For resolvers: the access check has already guaranteed a principal on protected fields. */

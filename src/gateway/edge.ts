@@ -8,6 +8,7 @@ import type { Clock } from '../kernel/clock.js';
 import { isPromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import { extractCredential, type CredentialResolver } from './credentials.js';
+import { formatErrors, toGraphQLError } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -113,10 +114,9 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
     reply.header('WWW-Authenticate', 'Bearer realm="tidegate"');
   }
   if (request.routeOptions.config.graphql) {
-    reply.type('application/json; charset=utf-8');
-    return reply.send({
-      errors: [{ message: error.message, extensions: { code: error.code, ...error.details } }],
-    });
+    // The one GraphQL error shape, as the pipeline formats it (an unexpected error is already logged).
+    const errors = formatErrors([toGraphQLError(error)], () => undefined);
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ errors }) + '\n');
   }
   const { restCode } = ERROR_CODES[error.code];
   const details = Object.keys(error.details).length > 0 ? { details: error.details } : {};

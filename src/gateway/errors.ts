@@ -47,3 +47,21 @@ export function formatGraphQLError(
     extensions: { code: 'INTERNAL_SERVER_ERROR' },
   };
 }
+
+/**
+ * Every GraphQL error a client sees passes here, by every door: the error's own code (or
+ * INTERNAL_SERVER_ERROR) joins its extensions, the transport-only `http` extension is dropped,
+ * and `formatGraphQLError` decides what is shown. Apollo Server applies the same steps to the
+ * request errors it answers itself (syntax, validation), so both HTTP doors agree byte for byte.
+ */
+export function formatErrors(
+  errors: readonly GraphQLError[],
+  log: (e: unknown) => void,
+): GraphQLFormattedError[] {
+  return errors.map((error) => {
+    // graphql-jit's errors leave `extensions` undefined when there are none.
+    const { http: _http, ...rest } = (error.extensions ?? {}) as Record<string, unknown>;
+    const extensions = { ...rest, code: rest.code ?? 'INTERNAL_SERVER_ERROR' };
+    return formatGraphQLError({ ...error.toJSON(), extensions }, error, log);
+  });
+}

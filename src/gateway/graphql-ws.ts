@@ -1,47 +1,43 @@
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Duplex } from 'node:stream';
 import proxyAddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import {
   GraphQLError,
   createSourceEventStream,
-  parse,
-  specifiedRules,
-  validate,
-  type DocumentNode,
+  type ExecutionArgs,
   type ExecutionResult,
-  type GraphQLSchema,
+  type FormattedExecutionResult,
+  type GraphQLFormattedError,
 } from 'graphql';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Config } from '../config.js';
-import { AppError, isAppError } from '../kernel/errors.js';
-import { isPromise } from '../kernel/maybe-async.js';
+import { AppError, isAppError, statusOfCode } from '../kernel/errors.js';
+import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import type { AuditWriter } from '../audit/writer.js';
 import { eventBusOf } from '../events/bus.js';
-import { isLiveEvents, type LiveEvents } from '../events/live.js';
 import { CREDENTIAL_REVOKED } from '../events/catalog.js';
-import { checkAccess, type AccessPolicy } from './access.js';
-import { createContext, type AppServices, type DomainEvent, type GatewayContext } from './context.js';
+import { checkAccess, type Requirements } from './access.js';
+import type { AppServices, DomainEvent, GatewayContext } from './context.js';
 import type { CredentialResolver } from './credentials.js';
-import { appErrorOf, formatGraphQLError, toGraphQLError } from './errors.js';
+import { toGraphQLError } from './errors.js';
 import { requestIdOf } from './edge.js';
-import { combineDenials } from './graphql-http.js';
+import type { Admitted, Answer, Operations } from './operation.js';
 
 /** graphql-ws close codes we use beyond the protocol's own. */
 export const CLOSE_UNAUTHORIZED = 4401;
 export const CLOSE_FORBIDDEN = 4403;
 
 interface ConnectionState {
+  /** The connection's credential; an in-band refresh replaces it (same account and subject). */
   principal: Principal;
   requestId: string;
   ip: string;
   userAgent?: string;
-  /** Subscriptions holding a slot of the per-connection cap; a slot is taken before any await. */
-  active: Set<string>;
+  /** Operations holding a slot of the per-connection cap (with what they need, for refreshes). */
+  active: Map<string, Requirements | null>;
   /** Started operations whose audit record waits for the subscribe function's verdict. */
   starting: Map<string, { operation: string; startedAt: number }>;
   expiryTimer?: NodeJS.Timeout;
@@ -78,48 +74,125 @@ export interface WsServer {
   readonly connectionCount: number;
 }
 
+/**
+ * Identical subscriptions (same prepared operation, variables and account) get the same answer to
+ * an event: it is executed and formatted once per event for all of them, and graphql-ws then
+ * sends it to each (thousands of dashboards watch the same feed).
+ */
+class SharedAnswers {
+  private readonly answers = new WeakMap<DomainEvent, Map<string, MaybePromise<Answer>>>();
+  private readonly keys = new WeakMap<GatewayContext, string>();
+  private readonly documentIds = new WeakMap<object, number>();
+  private nextId = 0;
+
+  constructor(private readonly operations: Operations) {}
+
+  to(event: DomainEvent, admitted: Admitted): MaybePromise<Answer> {
+    const key = this.keyOf(admitted);
+    let perEvent = this.answers.get(event);
+    if (!perEvent) this.answers.set(event, (perEvent = new Map()));
+    let answer = perEvent.get(key);
+    if (answer === undefined) {
+      answer = this.operations.execute(admitted, event);
+      perEvent.set(key, answer);
+    }
+    return answer;
+  }
+
+  private keyOf(admitted: Admitted): string {
+    let key = this.keys.get(admitted.context);
+    if (key === undefined) {
+      let id = this.documentIds.get(admitted.prepared);
+      if (id === undefined) this.documentIds.set(admitted.prepared, (id = this.nextId++));
+      key = `${id}|${admitted.context.principal?.accountId ?? ''}|${JSON.stringify(admitted.variables ?? {})}`;
+      this.keys.set(admitted.context, key);
+    }
+    return key;
+  }
+}
+
+/**
+ * A subscription's answers, pulled by graphql-ws at the pace its socket accepts writes. A stream
+ * that refuses to go on (the subscriber fell too far behind) ends with one final error answer.
+ * `return()` reaches the event source at once, so a completed subscription stops listening even
+ * while it waits for an event.
+ */
+class EventAnswers implements AsyncIterableIterator<FormattedExecutionResult> {
+  private ended = false;
+
+  constructor(
+    private readonly source: AsyncIterator<DomainEvent>,
+    private readonly answerTo: (event: DomainEvent) => MaybePromise<Answer>,
+    private readonly format: (error: AppError) => GraphQLFormattedError[],
+  ) {}
+
+  next(): Promise<IteratorResult<FormattedExecutionResult>> {
+    if (this.ended) return Promise.resolve({ value: undefined, done: true });
+    return this.source.next().then(
+      async (step): Promise<IteratorResult<FormattedExecutionResult>> =>
+        step.done
+          ? { value: undefined, done: true }
+          : { value: (await this.answerTo(step.value)).body, done: false },
+      (error: unknown) => {
+        if (!isAppError(error)) throw error;
+        this.ended = true;
+        return { value: { errors: this.format(error) }, done: false };
+      },
+    );
+  }
+
+  async return(): Promise<IteratorResult<FormattedExecutionResult>> {
+    this.ended = true;
+    await this.source.return?.();
+    return { value: undefined, done: true };
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<FormattedExecutionResult>> {
+    this.ended = true;
+    await this.source.return?.();
+    throw error;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<FormattedExecutionResult> {
+    return this;
+  }
+}
+
+/** `{"refresh": "<access token or API key>"}` in a ping: the in-band credential refresh. */
+function refreshSecretOf(payload: unknown): string | null | undefined {
+  if (typeof payload !== 'object' || payload === null || !('refresh' in payload)) return undefined;
+  const secret = (payload as { refresh: unknown }).refresh;
+  if (typeof secret !== 'string') return null;
+  return /^Bearer\s+(\S+)$/i.exec(secret.trim())?.[1] ?? (secret.trim() || null);
+}
+
+function sameSubject(a: Principal, b: Principal): boolean {
+  return a.accountId === b.accountId && a.userId === b.userId && a.clientId === b.clientId;
+}
+
 export function registerGraphQLWs(
   app: FastifyInstance,
-  schema: GraphQLSchema,
-  policy: AccessPolicy,
+  operations: Operations,
   services: AppServices,
   credentials: CredentialResolver,
   audit: AuditWriter,
 ): WsServer {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const connections = new Map<WebSocket, ConnectionState>();
-  const documents = new Map<string, DocumentNode>();
-  // Subscription documents are compiled once (graphql-jit): each event is executed for thousands of subscribers.
-  const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | readonly GraphQLError[]>>();
-  /** Per event: the serialized answer for each subscriber key, computed once for all of them. */
-  const sharedAnswers = new WeakMap<DomainEvent, Map<string, string | Promise<string>>>();
-  /** The socket and subscription id a subscription's context belongs to (set in onSubscribe). */
-  const liveTargets = new WeakMap<GatewayContext, { socket: WebSocket; id: string }>();
-  const formatError = (error: GraphQLError) =>
-    formatGraphQLError(error.toJSON(), error, (e) =>
-      services.logger.error({ err: e }, 'unexpected error in a subscription'),
-    );
-  const serialize = (result: ExecutionResult) =>
-    JSON.stringify(result.errors ? { ...result, errors: result.errors.map(formatError) } : result);
-  const documentIds = new WeakMap<DocumentNode, number>();
-  let nextDocumentId = 0;
-  const documentId = (document: DocumentNode): number => {
-    let id = documentIds.get(document);
-    if (id === undefined) documentIds.set(document, (id = nextDocumentId++));
-    return id;
+  /** What each operation started on a socket was admitted as, by the context graphql-ws hands back. */
+  const admittedBy = new WeakMap<GatewayContext, Admitted>();
+  const shared = new SharedAnswers(operations);
+  /**
+   * graphql-ws wants GraphQLError objects back from onSubscribe and serializes them itself; the
+   * pipeline's errors are already formatted, so onError sends those instead (its documented use).
+   */
+  const formattedOf = new WeakMap<readonly GraphQLError[], readonly GraphQLFormattedError[]>();
+  const asErrors = (errors: readonly GraphQLFormattedError[] | undefined): GraphQLError[] => {
+    const list = (errors ?? []).map((e) => new GraphQLError(e.message));
+    formattedOf.set(list, errors ?? []);
+    return list;
   };
-  const compiledFor = (document: DocumentNode, operationName: string | null | undefined) => {
-    let perDocument = compiled.get(document);
-    if (!perDocument) compiled.set(document, (perDocument = new Map()));
-    const key = operationName ?? '';
-    let entry = perDocument.get(key);
-    if (!entry) {
-      const result = compileQuery(schema, document, operationName ?? undefined);
-      entry = isCompiledQuery(result) ? result : (result.errors ?? []);
-      perDocument.set(key, entry);
-    }
-    return entry;
-  };
+  const formatError = (error: AppError) => operations.format([toGraphQLError(error)]);
 
   app.server.on('upgrade', (req: IncomingMessage, socket, head) => {
     const path = (req.url ?? '').split('?')[0];
@@ -127,27 +200,8 @@ export function registerGraphQLWs(
       socket.destroy();
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      coalesceWrites(ws, socket);
-      wss.emit('connection', ws, req);
-    });
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
-
-  const parseCached = (query: string): DocumentNode | readonly GraphQLError[] => {
-    const cached = documents.get(query);
-    if (cached) return cached;
-    let document: DocumentNode;
-    try {
-      document = parse(query);
-    } catch (e) {
-      return [e as GraphQLError];
-    }
-    const errors = validate(schema, document, [...specifiedRules, ...services.validationRules]);
-    if (errors.length > 0) return errors;
-    if (documents.size > 1000) documents.clear();
-    documents.set(query, document);
-    return document;
-  };
 
   const clientAddress = clientAddressOf(services.config.trustProxy);
   /** One audit record per operation started on a socket, like one per HTTP request. */
@@ -165,38 +219,49 @@ export function registerGraphQLWs(
       durationMs: performance.now() - startedAt,
     });
 
+  const expireAt = (state: ConnectionState, socket: WebSocket) => {
+    if (state.expiryTimer) clearTimeout(state.expiryTimer);
+    state.expiryTimer = undefined;
+    const expiresAt = state.principal.credential.expiresAt;
+    if (!expiresAt) return;
+    const ms = Math.max(0, expiresAt.getTime() - services.clock.now().getTime());
+    state.expiryTimer = setTimeout(
+      () => socket.close(CLOSE_FORBIDDEN, 'Credential expired'),
+      Math.min(ms, 2 ** 31 - 1),
+    );
+    state.expiryTimer.unref();
+  };
+
+  const admittedOf = (args: ExecutionArgs): Admitted => {
+    const admitted = admittedBy.get(args.contextValue as GatewayContext);
+    if (!admitted) throw new Error('operation started without onSubscribe admitting it');
+    return admitted;
+  };
+
   const server = useServer<Record<string, unknown> | undefined, WsExtra>(
     {
-      schema,
+      schema: operations.schema,
+      // The pipeline hands back answers already formatted (once per event, shared by identical
+      // subscriptions); graphql-ws serializes a result as it is, so they go out unchanged. Its
+      // typings name the unformatted ExecutionResult, hence the casts.
+      execute: async (args) =>
+        (await operations.execute(admittedOf(args), undefined)).body as unknown as ExecutionResult,
       subscribe: async (args) => {
-        const query = compiledFor(args.document, args.operationName);
-        if (!('query' in query)) return { errors: [...query] };
+        const admitted = admittedOf(args);
         const source = await createSourceEventStream(args);
-        // A subscribe function's AppError (bad argument) keeps its code, as on every other door.
         if (!(Symbol.asyncIterator in source)) {
-          return { errors: source.errors?.map(keepAppErrorCode) };
+          return operations.answerTo(source, admitted.context.meta).body as unknown as ExecutionResult;
         }
-        const variables = args.variableValues ?? {};
-        const context = args.contextValue as GatewayContext;
-        const target = liveTargets.get(context);
-        if (!isLiveEvents(source) || !target)
-          throw new Error('subscription sources must be live event streams');
-        // Subscribers with the same document, variables and account get the same answer to an event:
-        // execute and serialize it once for all of them (thousands of dashboards watch the same feed).
-        const key = `${documentId(args.document)}|${args.operationName ?? ''}|${context.principal?.accountId ?? ''}|${JSON.stringify(variables)}`;
-        const answerTo = (event: DomainEvent): string | Promise<string> => {
-          let answers = sharedAnswers.get(event);
-          if (!answers) sharedAnswers.set(event, (answers = new Map()));
-          let answer = answers.get(key);
-          if (answer === undefined) {
-            const result = query.query(event, context, variables);
-            answer = isPromise(result) ? result.then(serialize) : serialize(result);
-            answers.set(key, answer);
-          }
-          return answer;
-        };
-        return pushToSocket(source, target, answerTo, services.config.wsMaxBacklogBytes);
+        const events = source as AsyncIterableIterator<DomainEvent>;
+        return new EventAnswers(
+          events,
+          (event) => shared.to(event, admitted),
+          formatError,
+        ) as unknown as AsyncIterableIterator<ExecutionResult>;
       },
+      // Results come from the pipeline already formatted (see `execute` above): sent as they are.
+      onNext: (_ctx, _id, _payload, _args, result) => result as unknown as FormattedExecutionResult,
+      onError: (_ctx, _id, _payload, errors) => formattedOf.get(errors),
       onConnect: async (ctx) => {
         const socket = ctx.extra.socket;
         const secret = credentialFromInit(ctx.connectionParams);
@@ -213,66 +278,74 @@ export function registerGraphQLWs(
           requestId: requestIdOf(ctx.extra.request.headers['x-request-id']),
           ip: clientAddress(ctx.extra.request),
           userAgent: ctx.extra.request.headers['user-agent'],
-          active: new Set(),
+          active: new Map(),
           starting: new Map(),
         };
-        const expiresAt = principal.credential.expiresAt;
-        if (expiresAt) {
-          const ms = Math.max(0, expiresAt.getTime() - services.clock.now().getTime());
-          state.expiryTimer = setTimeout(
-            () => socket.close(CLOSE_FORBIDDEN, 'Credential expired'),
-            Math.min(ms, 2 ** 31 - 1),
-          );
-          state.expiryTimer.unref();
-        }
+        expireAt(state, socket);
         ctx.extra.state = state;
         connections.set(socket, state);
         return true;
+      },
+      // In-band refresh (README → Subscriptions): the pong graphql-ws sends after this resolves is
+      // the acknowledgement; a refused credential closes the connection like a revoked one.
+      onPing: async (ctx, payload) => {
+        const secret = refreshSecretOf(payload);
+        if (secret === undefined) return;
+        const state = ctx.extra.state;
+        const socket = ctx.extra.socket;
+        const principal = state && secret ? await credentials.resolve(secret) : null;
+        const allowed =
+          state &&
+          principal &&
+          sameSubject(principal, state.principal) &&
+          [...state.active.values()].every((needs) => !needs || checkAccess(needs, principal).length === 0);
+        if (!allowed || !state || !principal) {
+          socket.close(CLOSE_FORBIDDEN, 'Credential refresh refused');
+          return;
+        }
+        state.principal = principal;
+        expireAt(state, socket);
       },
       onSubscribe: async (ctx, id, payload) => {
         const state = ctx.extra.state;
         if (!state) return [new GraphQLError('Unauthorized', { extensions: { code: 'UNAUTHENTICATED' } })];
         const startedAt = performance.now();
-        const parsed = parseCached(payload.query);
-        if (!('kind' in parsed)) {
+        const prepared = operations.prepare(payload.query, payload.operationName);
+        if (prepared.kind === 'rejected') {
           // Like a malformed POST /graphql: audited under the door's name, status 400.
-          recordStart(state, 'graphql', 400, startedAt);
-          return parsed;
+          recordStart(state, 'graphql', prepared.status, startedAt);
+          return asErrors(prepared.body.errors);
         }
-        let operation = 'subscription';
-        let reserved = false;
-        try {
-          const requirements = policy.requirements(parsed, payload.operationName);
-          operation = `${requirements.operationType} ${requirements.operationName ?? '(anonymous)'}`;
-          const denied = checkAccess(requirements, state.principal);
-          if (denied.length > 0) throw combineDenials(denied);
-          // graphql-ws handles a connection's messages concurrently: the slot is taken before the
-          // first await, or simultaneous subscribes would all pass the check.
-          if (state.active.size >= services.config.wsMaxSubscriptionsPerConnection) {
-            throw new AppError(
-              'RATE_LIMIT_EXCEEDED',
-              `At most ${services.config.wsMaxSubscriptionsPerConnection} subscriptions per connection`,
-            );
-          }
-          state.active.add(id);
-          reserved = true;
-          await services.admission.admit(state.principal, requirements);
-          state.starting.set(id, { operation, startedAt });
-          const contextValue = createContext(services, state.requestId, state.principal);
-          liveTargets.set(contextValue, { socket: ctx.extra.socket, id });
-          return {
-            schema,
-            document: parsed,
-            variableValues: payload.variables ?? undefined,
-            operationName: payload.operationName ?? undefined,
-            contextValue,
-          };
-        } catch (e) {
-          if (reserved) state.active.delete(id);
-          if (!isAppError(e)) throw e;
-          recordStart(state, operation, e.status, startedAt);
-          return [toGraphQLError(e)];
+        // graphql-ws handles a connection's messages concurrently: the slot is taken before the
+        // first await, or simultaneous subscribes would all pass the check.
+        if (state.active.size >= services.config.wsMaxSubscriptionsPerConnection) {
+          const error = new AppError(
+            'RATE_LIMIT_EXCEEDED',
+            `At most ${services.config.wsMaxSubscriptionsPerConnection} subscriptions per connection`,
+          );
+          recordStart(state, prepared.label, error.status, startedAt);
+          return asErrors(formatError(error));
         }
+        state.active.set(id, prepared.requirements);
+        const admitted = await operations.admit(prepared, {
+          principal: state.principal,
+          requestId: state.requestId,
+          variables: payload.variables ?? undefined,
+        });
+        if ('status' in admitted) {
+          state.active.delete(id);
+          recordStart(state, prepared.label, admitted.status, startedAt);
+          return asErrors(admitted.body.errors);
+        }
+        state.starting.set(id, { operation: prepared.label, startedAt });
+        admittedBy.set(admitted.context, admitted);
+        return {
+          schema: operations.schema,
+          document: prepared.document,
+          variableValues: payload.variables ?? undefined,
+          operationName: prepared.operationName,
+          contextValue: admitted.context,
+        };
       },
       // The subscribe function may still refuse (a bad argument): the audit records its verdict.
       onOperation: (ctx, id, _payload, _args, result) => {
@@ -319,126 +392,13 @@ export function registerGraphQLWs(
 }
 
 /**
- * What an operation start is audited with: a stream or an execution result is a success (as over
- * HTTP, field errors keep 200); an answer without `data` is a refusal before execution — the
- * AppError's status, 400 for GraphQL's own request errors (e.g. variables), 500 for anything else.
+ * What an operation start is audited with: a stream or an execution result with data is a
+ * success (as over HTTP, field errors keep 200); an answer without data was refused before
+ * execution: the status its first error's code maps to.
  */
 function startStatus(result: unknown): number {
   if (typeof result !== 'object' || result === null) return 200;
   if (Symbol.asyncIterator in result || 'data' in result) return 200;
-  const error = (result as { errors?: readonly GraphQLError[] }).errors?.[0];
-  const app = appErrorOf(error);
-  if (app) return app.status;
-  return error && !error.originalError ? 400 : 500;
-}
-
-function keepAppErrorCode(error: GraphQLError): GraphQLError {
-  const app = appErrorOf(error);
-  return app ? toGraphQLError(app) : error;
-}
-
-/**
- * Delivers a subscription by writing its `next` frames straight to the socket: the frame is the
- * shared serialized answer with this subscription's id around it, so the per-subscriber cost is a
- * string join and a send — not an iterator step, a promise chain and a JSON.stringify each, as
- * when graphql-ws pulls. graphql-ws still owns the subscription: it gets an iterator that yields
- * nothing until the subscription ends (client `complete` or socket close: return() stops the
- * feed), or one final error when the subscriber falls too far behind.
- */
-function pushToSocket(
-  source: LiveEvents,
-  { socket, id }: { socket: WebSocket; id: string },
-  answerTo: (event: DomainEvent) => string | Promise<string>,
-  maxBacklogBytes: number,
-): AsyncIterableIterator<ExecutionResult> {
-  const head = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
-  let ended = false;
-  let finalResult: ExecutionResult | undefined;
-  let parked: ((result: IteratorResult<ExecutionResult>) => void) | undefined;
-  // Answers that need a promise keep their order behind one chain.
-  let pending: Promise<void> | undefined;
-
-  const end = (result?: ExecutionResult) => {
-    if (ended) return;
-    ended = true;
-    void source.return?.();
-    if (!parked) {
-      finalResult = result;
-      return;
-    }
-    const resolve = parked;
-    parked = undefined;
-    resolve(result ? { value: result, done: false } : { value: undefined, done: true });
-  };
-  const send = (json: string) => {
-    if (ended || socket.readyState !== socket.OPEN) return;
-    if (socket.bufferedAmount > maxBacklogBytes) {
-      end({
-        errors: [
-          new GraphQLError('Subscriber fell too far behind; subscription ended', {
-            extensions: { code: 'SERVICE_UNAVAILABLE' },
-          }),
-        ],
-      });
-      return;
-    }
-    socket.send(head + json + '}');
-  };
-
-  source.pushTo((event) => {
-    if (ended || socket.readyState !== socket.OPEN) return;
-    const answer = answerTo(event);
-    if (!pending && !isPromise(answer)) return send(answer);
-    const previous = pending ?? Promise.resolve();
-    const current = previous.then(() => answer).then(send, () => undefined);
-    pending = current;
-    void current.then(() => {
-      if (pending === current) pending = undefined;
-    });
-  });
-
-  const iterator: AsyncIterableIterator<ExecutionResult> = {
-    next() {
-      if (finalResult) {
-        const value = finalResult;
-        finalResult = undefined;
-        return Promise.resolve({ value, done: false });
-      }
-      if (ended) return Promise.resolve({ value: undefined, done: true });
-      return new Promise((resolve) => (parked = resolve));
-    },
-    return() {
-      end();
-      return Promise.resolve({ value: undefined, done: true });
-    },
-    throw(error?: unknown) {
-      end();
-      return Promise.reject(error);
-    },
-    [Symbol.asyncIterator]() {
-      return iterator;
-    },
-  };
-  return iterator;
-}
-
-/**
- * One event fans out to every subscription of a connection within the same turn of the event
- * loop; corking the socket for that turn sends those frames in one write instead of one syscall
- * each (measured: writev was the largest single cost at thousands of subscribers).
- */
-function coalesceWrites(ws: WebSocket, socket: Duplex): void {
-  const send = ws.send.bind(ws) as (...args: unknown[]) => void;
-  let corked = false;
-  ws.send = ((...args: unknown[]) => {
-    if (!corked) {
-      corked = true;
-      socket.cork();
-      setImmediate(() => {
-        corked = false;
-        socket.uncork();
-      });
-    }
-    send(...args);
-  }) as typeof ws.send;
+  const code = (result as FormattedExecutionResult).errors?.[0]?.extensions?.code;
+  return statusOfCode(code);
 }

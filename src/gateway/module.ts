@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from './context.js';
+import type { Operations } from './operation.js';
 import type { RestRoute } from './rest-routes.js';
 
 /**
@@ -14,7 +15,7 @@ export interface DomainModule {
   resolvers: Function[];
   restRoutes?: RestRoute[];
   /** Hand-written routes (streaming only: export, document upload/download). */
-  http?: (app: FastifyInstance, services: AppServices) => void | Promise<void>;
+  http?: (app: FastifyInstance, services: AppServices, operations: Operations) => void | Promise<void>;
   /** Called at start with the services, before listening (background workers, bus wiring). */
   start?: (services: AppServices) => void | Promise<void>;
   /** Called on graceful shutdown after HTTP has stopped, before the database closes. */

@@ -4,21 +4,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   Kind,
   parse,
-  validate,
   visit,
   type DefinitionNode,
   type DocumentNode,
   type FragmentDefinitionNode,
-  type GraphQLSchema,
+  type GraphQLFormattedError,
   type OperationDefinitionNode,
 } from 'graphql';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { AppError, badInput, notFound, withHeaders } from '../kernel/errors.js';
+import { AppError, ERROR_CODES, badInput, notFound, type ErrorCode } from '../kernel/errors.js';
 import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
-import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
-import { createContext, type AppServices } from './context.js';
-import { appErrorOf } from './errors.js';
+import type { OperationMeta } from './context.js';
+import type { Operations, PreparedOperation } from './operation.js';
 import type { ParamSpec, RestRoute } from './rest-routes.js';
 
 export const REST_OPERATIONS_DIR = join(import.meta.dirname, '..', '..', 'schema', 'operations', 'rest');
@@ -66,43 +63,28 @@ function usedFragments(
 
 interface PreparedRoute {
   route: RestRoute;
-  requirements: Requirements;
-  compiled: CompiledQuery;
+  prepared: PreparedOperation;
   /** `route.result` split at its dots, once. */
   resultPath: string[];
 }
 
 /**
- * Parses, validates and compiles every route's operation once at start; a broken route table
+ * Prepares every route's operation once at start through the one pipeline; a broken route table
  * fails the start-up, never a request.
  */
 export function prepareRoutes(
-  schema: GraphQLSchema,
-  policy: AccessPolicy,
+  operations: Operations,
   routes: RestRoute[],
-  operations = loadOperations(),
+  documents = loadOperations(),
 ): PreparedRoute[] {
   return routes.map((route) => {
-    const document = operations.get(route.operation);
+    const document = documents.get(route.operation);
     if (!document)
       throw new Error(`REST route ${route.method} ${route.path}: no operation named ${route.operation}`);
     // Our own documents: demand control is for client-written operations, REST pages are capped at 100.
-    const errors = validate(schema, document);
-    if (errors.length > 0) {
-      throw new Error(
-        `REST operation ${route.operation} is invalid: ${errors.map((e) => e.message).join('; ')}`,
-      );
-    }
-    const compiled = compileQuery(schema, document, route.operation);
-    if (!isCompiledQuery(compiled)) {
-      throw new Error(
-        `REST operation ${route.operation} does not compile: ${compiled.errors?.map((e) => e.message).join('; ')}`,
-      );
-    }
     return {
       route,
-      requirements: policy.requirements(document, route.operation),
-      compiled,
+      prepared: operations.prepareTrusted(document, route.operation),
       resultPath: route.result.split('.'),
     };
   });
@@ -111,11 +93,11 @@ export function prepareRoutes(
 /** Registers each prepared route at its path and under the `/api` alias (`/api/v1/...`). */
 export function registerRestRoutes(
   app: FastifyInstance,
-  services: AppServices,
+  operations: Operations,
   prepared: PreparedRoute[],
 ): void {
   for (const p of prepared) {
-    const handler = (request: FastifyRequest, reply: FastifyReply) => runRoute(p, services, request, reply);
+    const handler = (request: FastifyRequest, reply: FastifyReply) => runRoute(p, operations, request, reply);
     for (const url of [p.route.path, `/api${p.route.path}`]) {
       app.route({
         method: p.route.method,
@@ -128,40 +110,30 @@ export function registerRestRoutes(
 }
 
 /**
- * Runs one shim call. Synchronous end to end when the caller is cached, the counters are local
- * and the resolvers answer from memory (a vessel lookup): the common case pays no promise.
+ * Runs one shim call through the pipeline and answers in REST's shape: the result field as the
+ * body, or the first error with the status its code maps to. Synchronous end to end when the
+ * caller is cached, the counters are local and the resolvers answer from memory.
  */
 function runRoute(
   p: PreparedRoute,
-  services: AppServices,
+  operations: Operations,
   request: FastifyRequest,
   reply: FastifyReply,
-): MaybePromise<void> {
-  const principal = request.principal ?? null;
-  const denied = checkAccess(p.requirements, principal);
-  if (denied.length > 0)
-    return refusal(services, principal, p.requirements, denied[0]!).then((error) => {
-      throw error;
-    });
-  if (!principal) return execute(p, services, request, reply, null);
-  return andThen(services.admission.admit(principal, p.requirements), (admitted) => {
-    reply.headers(admitted.headers);
-    return execute(p, services, request, reply, principal);
-  });
-}
-
-function execute(
-  p: PreparedRoute,
-  services: AppServices,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  principal: Principal | null,
 ): MaybePromise<void> {
   const variables = bindVariables(p.route, request);
-  const ctx = createContext(services, request.id, principal);
-  return andThen(p.compiled.query(undefined, ctx, variables), (result) => {
-    if (result.errors && result.errors.length > 0) throw restErrorOf(result.errors[0], p.route);
-    const body = pathGet(result.data, p.resultPath);
+  const meta: OperationMeta = { headers: {} };
+  request.gatewayMeta = meta;
+  const answer = operations.run(p.prepared, {
+    principal: request.principal ?? null,
+    requestId: request.id,
+    variables,
+    meta,
+  });
+  return andThen(answer, (a) => {
+    reply.headers(a.headers);
+    const first = a.body.errors?.[0];
+    if (first) throw restError(first);
+    const body = pathGet(a.body.data, p.resultPath);
     if ((body === null || body === undefined) && p.route.notFound) {
       const { resource, param } = p.route.notFound;
       throw notFound(resource, String(variables[param] ?? ''));
@@ -174,82 +146,45 @@ function execute(
 }
 
 /**
- * For hand-written streaming routes (upload, download, export): applies exactly the access rule
- * and admission of the schema field whose work the route does, so the rule lives in one place.
- * Returns the principal; throws the same errors a shim would.
+ * The REST form of a GraphQL error: the same code and message; its other extensions become the
+ * details. Codes outside the table (none that our own operations can produce) are a fault of ours.
+ */
+function restError(error: GraphQLFormattedError): AppError {
+  const { code, ...details } = (error.extensions ?? {}) as Record<string, unknown>;
+  if (typeof code === 'string' && code in ERROR_CODES)
+    return new AppError(code as ErrorCode, error.message, details);
+  return new AppError('INTERNAL_SERVER_ERROR', 'Internal server error');
+}
+
+/**
+ * For hand-written streaming routes (upload, download, export): the access rule and admission of
+ * the schema field whose work the route does, through the pipeline's check, with the rate-limit
+ * headers on the reply. Returns the principal; throws the same errors a shim would.
  */
 export async function authorizeField(
-  services: AppServices,
+  operations: Operations,
   request: FastifyRequest,
   reply: FastifyReply,
   coordinate: string,
-) {
-  const requirements = services.policy.fieldRequirements(coordinate);
-  const principal = request.principal ?? null;
-  const denied = checkAccess(requirements, principal);
-  if (denied.length > 0 || !principal) throw await refusal(services, principal, requirements, denied[0]!);
-  await admitField(services, reply, principal, coordinate);
-  return principal;
+): Promise<Principal> {
+  return admitField(operations, reply, request.principal ?? null, coordinate);
 }
 
-/** Admission (plan, rate, quota) of the schema field for `principal`, with its rate-limit headers on the reply. */
+/** Admission of the schema field for `principal` (e.g. a signed URL's creator), headers on the reply. */
 export async function admitField(
-  services: AppServices,
+  operations: Operations,
   reply: FastifyReply,
-  principal: Principal,
-  coordinate: string,
-): Promise<void> {
-  const admitted = await services.admission.admit(principal, services.policy.fieldRequirements(coordinate));
-  reply.headers(admitted.headers);
-}
-
-/** A refused call (401/402/403) still tells a known caller where its rate-limit budget stands. */
-export async function refusal(
-  services: AppServices,
   principal: Principal | null,
-  requirements: Requirements,
-  error: AppError,
-): Promise<AppError> {
-  return principal ? withHeaders(error, await services.admission.peek(principal, requirements)) : error;
-}
-
-function restErrorOf(error: unknown, route: RestRoute): AppError {
-  const app = appErrorOf(error);
-  if (app) return app;
-  const message = error instanceof Error ? error.message : String(error);
-  // Variable coercion errors from the compiled query are the caller's fault.
-  const coercion = coercionError(message, route);
-  if (coercion) return coercion;
-  throw error;
-}
-
-const COERCION = /^Variable "\$(\w+)" got invalid value (.*?); (.*)$/s;
-const NOT_PROVIDED = /^Field value\.([\w.]+) of required type (\S+) was not provided\.?$/;
-const NOT_DEFINED = /^Field "?(?:value\.)?([\w.]+)"? is not defined by type "?(\w+)"?\.?/;
-const EXPECTED = /^Expected type "?([\w![\]]+)"?\.?\s*(.*)$/s;
-
-/**
- * Turns the query engine's variable-coercion wording ('Variable "$input" got invalid value …')
- * into `field: rule`, naming the field the way the HTTP caller sent it.
- */
-export function coercionError(message: string, route: RestRoute): AppError | undefined {
-  const match = COERCION.exec(message);
-  if (!match) return undefined;
-  const [, variable, value, reason] = match as unknown as [string, string, string, string];
-  const spec = route.variables?.[variable];
-  // A variable of the route is named as the caller sent it; anything else is a field of the body.
-  const httpName = spec ? (spec.name ?? variable) : variable;
-  const missing = NOT_PROVIDED.exec(reason);
-  if (missing) return badInput(missing[1]!, `is required (${missing[2]})`);
-  const unknown = NOT_DEFINED.exec(reason);
-  if (unknown) return badInput(unknown[1]!, 'is not a known field');
-  const expected = EXPECTED.exec(reason);
-  if (expected) {
-    const detail = expected[2]?.replace(/^;\s*/, '').trim();
-    const got = detail || (value.length <= 60 ? `got ${value}` : '');
-    return badInput(httpName, `must be of type ${expected[1]}${got ? ` (${got})` : ''}`);
+  coordinate: string,
+): Promise<Principal> {
+  try {
+    const admitted = await operations.admitField(coordinate, principal);
+    reply.headers(admitted.headers);
+    return admitted.principal;
+  } catch (e) {
+    if (e instanceof AppError) reply.headers(e.headers);
+    throw e;
   }
-  return badInput(httpName, reason);
 }
 
 function pathGet(data: unknown, path: readonly string[]): unknown {

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
-import type { GraphQLSchema } from 'graphql';
+import { specifiedDirectives, type GraphQLSchema } from 'graphql';
 import { DateTimeISOResolver, JSONObjectResolver } from 'graphql-scalars';
 import { buildSchemaSync, type NonEmptyArray } from 'type-graphql';
 import { MODULES } from '../modules.js';
@@ -18,7 +18,9 @@ export function gatewaySchema(): GraphQLSchema {
     const resolvers = MODULES.flatMap((m) => m.resolvers) as NonEmptyArray<Function>;
     built = buildSchemaSync({
       resolvers,
-      directives: accessDirectives,
+      // type-graphql replaces the schema's directives with the list given: keep GraphQL's own
+      // (@include, @skip, @deprecated, @specifiedBy), which every client framework uses.
+      directives: [...specifiedDirectives, ...accessDirectives],
       scalarsMap: [{ type: Date, scalar: DateTimeISOResolver }],
       // Input validation lives in the domain services, where every door shares it.
       validate: false,

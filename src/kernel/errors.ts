@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'CONFLICT'
   | 'PAYLOAD_TOO_LARGE'
+  | 'METHOD_NOT_ALLOWED'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'RATE_LIMIT_EXCEEDED'
   | 'LIMIT_REACHED'
@@ -31,12 +32,27 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, CodeMapping>> = {
   BAD_USER_INPUT: { status: 400, restCode: 'BAD_USER_INPUT' },
   CONFLICT: { status: 409, restCode: 'CONFLICT' },
   PAYLOAD_TOO_LARGE: { status: 413, restCode: 'PAYLOAD_TOO_LARGE' },
+  METHOD_NOT_ALLOWED: { status: 405, restCode: 'METHOD_NOT_ALLOWED' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, restCode: 'UNSUPPORTED_MEDIA_TYPE' },
   RATE_LIMIT_EXCEEDED: { status: 429, restCode: 'RATE_LIMIT_EXCEEDED' },
   LIMIT_REACHED: { status: 429, restCode: 'LIMIT_REACHED' },
   SERVICE_UNAVAILABLE: { status: 503, restCode: 'SERVICE_UNAVAILABLE' },
   INTERNAL_SERVER_ERROR: { status: 500, restCode: 'INTERNAL_SERVER_ERROR' },
 };
+
+/** GraphQL's own request errors (the document or the request, not our rules): all 400. */
+const GRAPHQL_REQUEST_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'OPERATION_RESOLUTION_FAILURE',
+  'BAD_REQUEST',
+]);
+
+/** The HTTP status an `extensions.code` implies: ours from the table, GraphQL's request errors 400. */
+export function statusOfCode(code: unknown): number {
+  if (typeof code === 'string' && code in ERROR_CODES) return ERROR_CODES[code as ErrorCode].status;
+  return typeof code === 'string' && GRAPHQL_REQUEST_CODES.has(code) ? 400 : 500;
+}
 
 /** The single message for every authentication failure, so the response is no oracle. */
 export const UNAUTHENTICATED_MESSAGE = 'Missing or invalid credentials';

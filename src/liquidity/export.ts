@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
+import type { Operations } from '../gateway/operation.js';
 import { authorizeField, repeatedParameter } from '../gateway/rest.js';
 import { todayOf } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
@@ -119,10 +120,10 @@ function single(query: Record<string, unknown>, name: string): string | undefine
   return value;
 }
 
-export function registerExport(app: FastifyInstance, services: AppServices): void {
+export function registerExport(app: FastifyInstance, services: AppServices, operations: Operations): void {
   for (const url of ['/v1/export', '/api/v1/export']) {
     app.get(url, { config: { audit: 'GET /v1/export' } }, async (request: FastifyRequest, reply) => {
-      const principal = await authorizeField(services, request, reply, 'Query.exportRows');
+      const principal = await authorizeField(operations, request, reply, 'Query.exportRows');
       const query = request.query as Record<string, unknown>;
       const requested = single(query, 'format') ?? 'json';
       const format = requested.toLowerCase();

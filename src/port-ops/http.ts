@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { AppServices } from '../gateway/context.js';
+import type { Operations } from '../gateway/operation.js';
 import { admitField, authorizeField } from '../gateway/rest.js';
 import { badInput } from '../kernel/errors.js';
 import { actorOf, findOwned } from './common.js';
@@ -39,7 +40,11 @@ function redactedRequest(request: FastifyRequest): Record<string, unknown> {
   };
 }
 
-export async function registerDocumentRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
+export async function registerDocumentRoutes(
+  app: FastifyInstance,
+  services: AppServices,
+  operations: Operations,
+): Promise<void> {
   const deps = () => ({
     em: services.db.em(),
     clock: services.clock,
@@ -57,7 +62,7 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
 
     /** Multipart: fields kind, attachedType, attachedId (before the file), then one `file` part. */
     const upload = async (request: FastifyRequest, reply: FastifyReply) => {
-      const principal = await authorizeField(services, request, reply, UPLOAD_FIELD);
+      const principal = await authorizeField(operations, request, reply, UPLOAD_FIELD);
       if (!request.isMultipart())
         throw badInput(
           'body',
@@ -121,7 +126,7 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
           }
           await assertUploadUnused(services.db.em(), claims.jti).catch(refuse);
           // The PUT is the creator's request: it spends that credential's port-operations budget.
-          await admitField(services, reply, creatorPrincipal(claims), UPLOAD_FIELD).catch(refuse);
+          await admitField(operations, reply, creatorPrincipal(claims), UPLOAD_FIELD).catch(refuse);
           const stored = await storeContent(
             services.config.documentsDir,
             services.config.documentMaxBytes,
@@ -140,7 +145,7 @@ export async function registerDocumentRoutes(app: FastifyInstance, services: App
         `${prefix}/v1/documents/:id/content`,
         { config: { audit: 'GET /v1/documents/:id/content' } },
         async (request, reply) => {
-          const principal = await authorizeField(services, request, reply, 'Query.document');
+          const principal = await authorizeField(operations, request, reply, 'Query.document');
           const document = await findOwned(
             services.db.em(),
             Document,

@@ -1,0 +1,390 @@
+import {
+  GraphQLError,
+  Kind,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type FormattedExecutionResult,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type ValidationRule,
+} from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { AppError, isAppError, withHeaders } from '../kernel/errors.js';
+import { andThen, isPromise, type MaybePromise } from '../kernel/maybe-async.js';
+import type { Principal } from '../kernel/principal.js';
+import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
+import { createContext, type AppServices, type GatewayContext, type OperationMeta } from './context.js';
+import { formatErrors, toGraphQLError } from './errors.js';
+
+/**
+ * The life of one GraphQL operation, whatever door it came in by (GraphQL over HTTP, graphql-ws,
+ * a REST shim, a streaming route):
+ *
+ *   prepare(source, operationName)   parse → validate (demand control included) → pick the
+ *                                     operation → access requirements → compile; cached in one
+ *                                     bounded LRU, invalid documents in a separate negative cache
+ *   run(prepared, request)           access check → admission (plan, rate, quota) → context →
+ *                                     execute → the one error formatter
+ *
+ * A door only adapts its transport to these two calls, so an operation gets the same answer by
+ * every door, by every method, on its first sighting and its hundredth. Audit happens where the
+ * door knows the final status: the HTTP edge's onResponse hook, and the WebSocket door per start.
+ */
+
+export type OperationType = 'query' | 'mutation' | 'subscription';
+
+export interface PreparedOperation {
+  readonly kind: 'prepared';
+  readonly document: DocumentNode;
+  readonly operationName: string | undefined;
+  readonly operationType: OperationType;
+  readonly requirements: Requirements;
+  /** The operation as audit logs and metrics name it, e.g. `query Dashboard`. */
+  readonly label: string;
+  /** Executes the operation (for a subscription: its selection on one event as root value). */
+  readonly compiled: CompiledQuery;
+}
+
+/** A document that cannot run: a syntax or validation error, or no operation to pick. */
+export interface RejectedOperation {
+  readonly kind: 'rejected';
+  readonly status: 400;
+  readonly body: FormattedExecutionResult;
+  readonly codes: readonly string[];
+}
+
+export type Prepared = PreparedOperation | RejectedOperation;
+
+export interface OperationRequest {
+  principal: Principal | null;
+  requestId: string;
+  variables?: Record<string, unknown> | undefined;
+  /** Filled in as the operation runs (label, error codes, response headers); the door reads it. */
+  meta?: OperationMeta;
+}
+
+/** What a door sends back: the HTTP status the answer implies, extra headers and the body. */
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: FormattedExecutionResult;
+}
+
+/** An operation that passed its access check and admission, ready to execute (once, or per event). */
+export interface Admitted {
+  readonly prepared: PreparedOperation;
+  readonly context: GatewayContext;
+  readonly variables: Record<string, unknown> | undefined;
+}
+
+const MAX_PREPARED = 1000;
+const MAX_REJECTED = 500;
+
+/** A Map used as an LRU: a hit moves the key to the end, an insert past the bound drops the oldest. */
+class Lru<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly max: number) {}
+
+  get(key: string): V | undefined {
+    const value = this.map.get(key);
+    if (value !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value as string);
+    this.map.set(key, value);
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+export class Operations {
+  private readonly prepared = new Lru<PreparedOperation | RejectedOperation>(MAX_PREPARED);
+  private readonly rejected = new Lru<RejectedOperation>(MAX_REJECTED);
+  private readonly rules: readonly ValidationRule[];
+
+  constructor(
+    readonly schema: GraphQLSchema,
+    private readonly policy: AccessPolicy,
+    private readonly services: AppServices,
+  ) {
+    this.rules = [...specifiedRules, ...services.validationRules];
+  }
+
+  /** Prepared operations currently cached (tests and metrics). */
+  get cachedCount(): number {
+    return this.prepared.size + this.rejected.size;
+  }
+
+  prepare(source: string, operationName?: string | null): Prepared {
+    const key = operationName ? `${operationName}\u0000${source}` : source;
+    const hit = this.prepared.get(key) ?? this.rejected.get(source);
+    if (hit) return hit;
+    let document: DocumentNode;
+    try {
+      document = parse(source);
+    } catch (e) {
+      return this.reject(source, [parseFailure(e)]);
+    }
+    const invalid = validate(this.schema, document, this.rules);
+    if (invalid.length > 0) return this.reject(source, invalid.map(validationFailure));
+    const entry = this.prepareDocument(document, operationName ?? undefined);
+    this.prepared.set(key, entry);
+    return entry;
+  }
+
+  /** A trusted document (our own REST operations): validated with graphql's rules only, never cached. */
+  prepareTrusted(document: DocumentNode, operationName: string): PreparedOperation {
+    const invalid = validate(this.schema, document);
+    if (invalid.length > 0) throw new Error(`${operationName}: ${invalid.map((e) => e.message).join('; ')}`);
+    const entry = this.prepareDocument(document, operationName);
+    if (entry.kind === 'rejected') throw new Error(`${operationName}: ${JSON.stringify(entry.body.errors)}`);
+    return entry;
+  }
+
+  private prepareDocument(document: DocumentNode, operationName: string | undefined): Prepared {
+    const operation = pickOperation(document, operationName);
+    if (operation instanceof GraphQLError) return rejection([operation]);
+    const requirements = this.policy.requirements(document, operation.name?.value);
+    const compiled = compileQuery(this.schema, document, operation.name?.value);
+    // graphql-jit refuses only what validation lets through and it cannot compile: a server fault.
+    if (!isCompiledQuery(compiled))
+      throw new Error(
+        `Cannot compile a valid operation: ${compiled.errors?.map((e) => e.message).join('; ')}`,
+      );
+    const name = operation.name?.value;
+    return {
+      kind: 'prepared',
+      document,
+      operationName: name,
+      operationType: operation.operation,
+      requirements,
+      label: `${operation.operation} ${name ?? '(anonymous)'}`,
+      compiled,
+    };
+  }
+
+  private reject(source: string, errors: GraphQLError[]): RejectedOperation {
+    const entry = rejection(errors);
+    this.rejected.set(source, entry);
+    return entry;
+  }
+
+  /** The whole life after prepare: admit, then execute once. */
+  run(prepared: PreparedOperation, request: OperationRequest): MaybePromise<Answer> {
+    return andThen(this.admit(prepared, request), (admitted) =>
+      'status' in admitted ? admitted : this.execute(admitted, undefined, request.meta),
+    );
+  }
+
+  /**
+   * Access check, then admission, then the context: a refusal comes back as an answer (401, 402,
+   * 403, 429) carrying the caller's rate-limit headers. Synchronous when the counters are local.
+   */
+  admit(prepared: PreparedOperation, request: OperationRequest): MaybePromise<Admitted | Answer> {
+    const meta = request.meta ?? { headers: {} };
+    meta.operation = prepared.label;
+    const principal = request.principal;
+    const denied = checkAccess(prepared.requirements, principal);
+    if (denied.length > 0) {
+      const error = combineDenials(denied);
+      if (!principal) return this.refuse(error, meta);
+      return this.services.admission
+        .peek(principal, prepared.requirements)
+        .then((headers) => this.refuse(withHeaders(error, headers), meta));
+    }
+    const admitted = (): Admitted => {
+      const context = createContext(this.services, request.requestId, principal, meta);
+      return { prepared, context, variables: request.variables };
+    };
+    if (!principal) return admitted();
+    try {
+      const admission = this.services.admission.admit(principal, prepared.requirements);
+      const accept = (result: { headers: Record<string, string> }): Admitted => {
+        Object.assign(meta.headers, result.headers);
+        return admitted();
+      };
+      return isPromise(admission)
+        ? admission.then(accept, (e: unknown) => this.refuseThrown(e, meta))
+        : accept(admission);
+    } catch (e) {
+      return this.refuseThrown(e, meta);
+    }
+  }
+
+  /** Executes an admitted operation (for a subscription, on one event) and formats its answer. */
+  execute(admitted: Admitted, root: unknown, meta?: OperationMeta): MaybePromise<Answer> {
+    const m = meta ?? admitted.context.meta;
+    let result: MaybePromise<ExecutionResult>;
+    try {
+      result = admitted.prepared.compiled.query(root, admitted.context, admitted.variables);
+    } catch (e) {
+      return this.failed(e, m);
+    }
+    return isPromise(result)
+      ? result.then(
+          (r) => this.answerTo(r, m),
+          (e: unknown) => this.failed(e, m),
+        )
+      : this.answerTo(result, m);
+  }
+
+  /**
+   * A streaming route's check: the access rule and admission of the schema field whose work it
+   * does, so a rule lives in one place. Returns the principal and the rate-limit headers; throws
+   * the AppError a shim of that field would answer with.
+   */
+  async admitField(
+    coordinate: string,
+    principal: Principal | null,
+  ): Promise<{ principal: Principal; headers: Record<string, string> }> {
+    const requirements = this.policy.fieldRequirements(coordinate);
+    const denied = checkAccess(requirements, principal);
+    if (denied.length > 0 || !principal) {
+      const error = combineDenials(denied);
+      throw principal
+        ? withHeaders(error, await this.services.admission.peek(principal, requirements))
+        : error;
+    }
+    const { headers } = await this.services.admission.admit(principal, requirements);
+    return { principal, headers };
+  }
+
+  /** Formats an execution result as the answer a door sends (also for a subscription's source stream). */
+  answerTo(result: ExecutionResult, meta: OperationMeta): Answer {
+    if (!result.errors || result.errors.length === 0) {
+      return { status: 200, headers: meta.headers, body: { data: result.data } };
+    }
+    // No data at all means nothing executed: the variables did not coerce. That is the caller's
+    // input, answered 400 BAD_USER_INPUT with graphql's own message, as Apollo Server does.
+    const coercion = result.data === undefined;
+    const errors = coercion ? result.errors.map(asUserInput) : result.errors;
+    const formatted = this.format(errors);
+    meta.errorCodes = formatted.map((e) => String(e.extensions?.code));
+    const body: FormattedExecutionResult = coercion
+      ? { errors: formatted }
+      : { errors: formatted, data: result.data };
+    return { status: coercion ? 400 : 200, headers: meta.headers, body };
+  }
+
+  private refuse(error: AppError, meta: OperationMeta): Answer {
+    Object.assign(meta.headers, error.headers);
+    const errors = this.format([toGraphQLError(error)]);
+    meta.errorCodes = [error.code];
+    return { status: error.status, headers: meta.headers, body: { errors } };
+  }
+
+  /** The executor itself threw (not a resolver): a fault of ours unless it is an AppError. */
+  private failed(e: unknown, meta: OperationMeta): Answer {
+    if (isAppError(e)) return this.refuse(e, meta);
+    const errors = this.format([toGraphQLErrorFrom(e)]);
+    meta.errorCodes = ['INTERNAL_SERVER_ERROR'];
+    return { status: 500, headers: meta.headers, body: { errors } };
+  }
+
+  private refuseThrown(e: unknown, meta: OperationMeta): Answer {
+    if (!isAppError(e)) throw e;
+    return this.refuse(e, meta);
+  }
+
+  format(errors: readonly GraphQLError[]): GraphQLFormattedError[] {
+    return formatErrors(errors, (e) => this.services.logger.error({ err: e }, 'unexpected GraphQL error'));
+  }
+}
+
+/** When a plan and scopes are both missing, one error says both (402 wins the status). */
+export function combineDenials(errors: AppError[]): AppError {
+  const [first, ...rest] = errors as [AppError, ...AppError[]];
+  if (rest.length === 0) return first;
+  const details = Object.assign({}, ...errors.map((e) => e.details));
+  return new AppError(first.code, errors.map((e) => e.message).join('. '), details);
+}
+
+function rejection(errors: GraphQLError[]): RejectedOperation {
+  const codes = errors.map((e) => String(e.extensions?.code));
+  // Request errors are GraphQL's own wording with a code: the formatter passes them through unchanged.
+  return {
+    kind: 'rejected',
+    status: 400,
+    body: { errors: formatErrors(errors, () => undefined) },
+    codes,
+  };
+}
+
+/** The same error Apollo Server gives for a syntax error, so both HTTP doors agree. */
+function parseFailure(e: unknown): GraphQLError {
+  const error = e instanceof GraphQLError ? e : new GraphQLError(String(e));
+  return new GraphQLError(error.message, {
+    source: error.source,
+    positions: error.positions,
+    originalError: error,
+    extensions: { ...error.extensions, code: 'GRAPHQL_PARSE_FAILED' },
+  });
+}
+
+function validationFailure(error: GraphQLError): GraphQLError {
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    originalError: error.originalError ?? error,
+    extensions: { ...error.extensions, code: 'GRAPHQL_VALIDATION_FAILED' },
+  });
+}
+
+function asUserInput(error: GraphQLError): GraphQLError {
+  // A resolver's own failure keeps its cause: the formatter decides whether it may be shown.
+  if (error.extensions?.code || error.originalError) return error;
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: { ...(error.extensions ?? {}), code: 'BAD_USER_INPUT' },
+  });
+}
+
+function toGraphQLErrorFrom(e: unknown): GraphQLError {
+  if (e instanceof GraphQLError) return e;
+  if (isAppError(e)) return toGraphQLError(e);
+  return new GraphQLError(e instanceof Error ? e.message : String(e), {
+    originalError: e instanceof Error ? e : undefined,
+  });
+}
+
+/** graphql-js's own operation choice and wording (as `execute` would report it). */
+function pickOperation(
+  document: DocumentNode,
+  operationName: string | undefined,
+): OperationDefinitionNode | GraphQLError {
+  let found: OperationDefinitionNode | undefined;
+  for (const definition of document.definitions) {
+    if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
+    if (operationName === undefined) {
+      if (found)
+        return resolutionFailure('Must provide operation name if query contains multiple operations.');
+      found = definition;
+    } else if (definition.name?.value === operationName) {
+      found = definition;
+    }
+  }
+  if (found) return found;
+  return resolutionFailure(
+    operationName === undefined
+      ? 'Must provide an operation.'
+      : `Unknown operation named "${operationName}".`,
+  );
+}
+
+function resolutionFailure(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } });
+}
