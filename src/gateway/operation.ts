@@ -1,6 +1,7 @@
 import {
   GraphQLError,
   Kind,
+  getVariableValues,
   parse,
   specifiedRules,
   validate,
@@ -42,6 +43,8 @@ export interface PreparedOperation {
   readonly document: DocumentNode;
   readonly operationName: string | undefined;
   readonly operationType: OperationType;
+  /** The chosen operation's definition (its variable definitions word coercion errors). */
+  readonly definition: OperationDefinitionNode;
   readonly requirements: Requirements;
   /** The operation as audit logs and metrics name it, e.g. `query Dashboard`. */
   readonly label: string;
@@ -168,6 +171,7 @@ export class Operations {
       document,
       operationName: name,
       operationType: operation.operation,
+      definition: operation,
       requirements,
       label: `${operation.operation} ${name ?? '(anonymous)'}`,
       compiled,
@@ -233,10 +237,29 @@ export class Operations {
     }
     return isPromise(result)
       ? result.then(
-          (r) => this.answerTo(r, m),
+          (r) => this.answerTo(this.worded(r, admitted), m),
           (e: unknown) => this.failed(e, m),
         )
-      : this.answerTo(result, m);
+      : this.answerTo(this.worded(result, admitted), m);
+  }
+
+  /**
+   * graphql-jit names only the innermost field when a variable does not coerce ('Variable
+   * "$serviceType" got invalid value …' for `$input.serviceType`); graphql-js names the variable,
+   * the path and the reason. On that (rare) failure the variables are coerced again by graphql-js's
+   * public `getVariableValues` for its wording, so every door reports the same precise message.
+   */
+  private worded(result: ExecutionResult, admitted: Admitted): ExecutionResult {
+    if (result.data !== undefined || !result.errors?.length) return result;
+    const precise = getVariableValues(
+      this.schema,
+      admitted.prepared.definition.variableDefinitions ?? [],
+      admitted.variables ?? {},
+      { maxErrors: 20 },
+    );
+    return 'errors' in precise && precise.errors
+      ? { errors: precise.errors.map((e) => withCode(e, 'BAD_USER_INPUT')) }
+      : result;
   }
 
   /**
@@ -343,13 +366,17 @@ function validationFailure(error: GraphQLError): GraphQLError {
 function asUserInput(error: GraphQLError): GraphQLError {
   // A resolver's own failure keeps its cause: the formatter decides whether it may be shown.
   if (error.extensions?.code || error.originalError) return error;
+  return withCode(error, 'BAD_USER_INPUT');
+}
+
+function withCode(error: GraphQLError, code: string): GraphQLError {
   return new GraphQLError(error.message, {
     nodes: error.nodes,
     source: error.source,
     positions: error.positions,
     path: error.path,
     originalError: error.originalError,
-    extensions: { ...(error.extensions ?? {}), code: 'BAD_USER_INPUT' },
+    extensions: { ...(error.extensions ?? {}), code },
   });
 }
 
