@@ -1,7 +1,4 @@
 #!/usr/bin/env node
-// The operator CLI. The sources are TypeScript run through tsx's loader, as `npm start` does.
-import { register } from 'tsx/esm/api';
-
-register();
-const { runCli } = await import('../cli.ts');
+// The operator CLI, from the compiled JavaScript that `npm install` builds (npm run build).
+const { runCli } = await import('../../dist/src/cli.js');
 process.exitCode = await runCli(process.argv.slice(2));

@@ -56,7 +56,8 @@ export function registerEdge(
       credentialId: principal?.credential.id,
       ip: request.ip,
       userAgent: request.headers['user-agent'],
-      operation: request.gatewayMeta?.operation ?? name,
+      // GraphQL requests are named by their operation; REST calls by their documented route.
+      operation: (request.routeOptions.config.graphql && request.gatewayMeta?.operation) || name,
       status: reply.statusCode,
       durationMs: reply.elapsedTime,
     });

@@ -1,7 +1,11 @@
 import {
   GraphQLError,
   Kind,
-  getVariableValues,
+  coerceInputValue,
+  isInputType,
+  isNonNullType,
+  print,
+  typeFromAST,
   parse,
   specifiedRules,
   validate,
@@ -245,21 +249,15 @@ export class Operations {
 
   /**
    * graphql-jit names only the innermost field when a variable does not coerce ('Variable
-   * "$serviceType" got invalid value …' for `$input.serviceType`); graphql-js names the variable,
-   * the path and the reason. On that (rare) failure the variables are coerced again by graphql-js's
-   * public `getVariableValues` for its wording, so every door reports the same precise message.
+   * "$serviceType" got invalid value …' for `$input.serviceType`). On that (rare) failure the
+   * variables are coerced again with graphql-js's public `coerceInputValue`, which reports the path:
+   * every door then gives graphql-js's wording, and the error carries the variable and the path
+   * (`extensions.variable`, `extensions.path`) so a REST shim can name the field as its caller sent it.
    */
   private worded(result: ExecutionResult, admitted: Admitted): ExecutionResult {
     if (result.data !== undefined || !result.errors?.length) return result;
-    const precise = getVariableValues(
-      this.schema,
-      admitted.prepared.definition.variableDefinitions ?? [],
-      admitted.variables ?? {},
-      { maxErrors: 20 },
-    );
-    return 'errors' in precise && precise.errors
-      ? { errors: precise.errors.map((e) => withCode(e, 'BAD_USER_INPUT')) }
-      : result;
+    const errors = coercionErrors(this.schema, admitted.prepared.definition, admitted.variables ?? {});
+    return errors.length > 0 ? { errors } : result;
   }
 
   /**
@@ -270,9 +268,11 @@ export class Operations {
   async admitField(
     coordinate: string,
     principal: Principal | null,
+    /** The access rule was checked when the work was granted (a signed URL): spend the budget only. */
+    accessChecked = false,
   ): Promise<{ principal: Principal; headers: Record<string, string> }> {
     const requirements = this.policy.fieldRequirements(coordinate);
-    const denied = checkAccess(requirements, principal);
+    const denied = accessChecked ? [] : checkAccess(requirements, principal);
     if (denied.length > 0 || !principal) {
       const error = combineDenials(denied);
       throw principal
@@ -386,6 +386,52 @@ function toGraphQLErrorFrom(e: unknown): GraphQLError {
   return new GraphQLError(e instanceof Error ? e.message : String(e), {
     originalError: e instanceof Error ? e : undefined,
   });
+}
+
+/** graphql-js's coercion of an operation's variables, its wording, with the failing path kept. */
+function coercionErrors(
+  schema: GraphQLSchema,
+  definition: OperationDefinitionNode,
+  inputs: Record<string, unknown>,
+): GraphQLError[] {
+  const errors: GraphQLError[] = [];
+  for (const node of definition.variableDefinitions ?? []) {
+    const name = node.variable.name.value;
+    const type = typeFromAST(schema, node.type);
+    if (!type || !isInputType(type)) continue; // validation has refused such documents already
+    const fail = (message: string, path: ReadonlyArray<string | number> = []) =>
+      errors.push(
+        new GraphQLError(message, {
+          nodes: node,
+          extensions: { code: 'BAD_USER_INPUT', variable: name, path: [...path] },
+        }),
+      );
+    if (!Object.hasOwn(inputs, name)) {
+      if (isNonNullType(type) && !node.defaultValue)
+        fail(`Variable "$${name}" of required type "${print(node.type)}" was not provided.`);
+      continue;
+    }
+    const value = inputs[name];
+    if (value === null && isNonNullType(type)) {
+      fail(`Variable "$${name}" of non-null type "${print(node.type)}" must not be null.`);
+      continue;
+    }
+    coerceInputValue(value, type, (path, invalid, error) => {
+      const at = path.length > 0 ? ` at "${name}${pathText(path)}"` : '';
+      fail(`Variable "$${name}" got invalid value ${shown(invalid)}${at}; ${error.message}`, path);
+    });
+  }
+  return errors;
+}
+
+function pathText(path: ReadonlyArray<string | number>): string {
+  return path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${key}`)).join('');
+}
+
+function shown(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json === undefined) return String(value);
+  return json.length > 100 ? `${json.slice(0, 97)}...` : json;
 }
 
 /** graphql-js's own operation choice and wording (as `execute` would report it). */

@@ -132,7 +132,7 @@ function runRoute(
   return andThen(answer, (a) => {
     reply.headers(a.headers);
     const first = a.body.errors?.[0];
-    if (first) throw restError(first);
+    if (first) throw restError(first, p.route);
     const body = pathGet(a.body.data, p.resultPath);
     if ((body === null || body === undefined) && p.route.notFound) {
       const { resource, param } = p.route.notFound;
@@ -147,13 +147,23 @@ function runRoute(
 
 /**
  * The REST form of a GraphQL error: the same code and message; its other extensions become the
- * details. Codes outside the table (none that our own operations can produce) are a fault of ours.
+ * details, and a variable that did not coerce is named as the HTTP caller sent it (`field`).
+ * Codes outside the table (none that our own operations can produce) are a fault of ours.
  */
-function restError(error: GraphQLFormattedError): AppError {
-  const { code, ...details } = (error.extensions ?? {}) as Record<string, unknown>;
+function restError(error: GraphQLFormattedError, route: RestRoute): AppError {
+  const { code, variable, path, ...details } = (error.extensions ?? {}) as Record<string, unknown>;
+  if (typeof variable === 'string') details.field = httpFieldOf(route, variable, path);
   if (typeof code === 'string' && code in ERROR_CODES)
     return new AppError(code as ErrorCode, error.message, details);
   return new AppError('INTERNAL_SERVER_ERROR', 'Internal server error');
+}
+
+/** `$input` at `details.quantity` is `details.quantity` of a whole-body input, `event_types[0]` of a named one. */
+function httpFieldOf(route: RestRoute, variable: string, path: unknown): string {
+  const spec = route.variables?.[variable];
+  const head = spec?.from === 'body' && !spec.name ? [] : [spec?.name ?? variable];
+  const keys = [...head, ...(Array.isArray(path) ? (path as Array<string | number>) : [])];
+  return keys.map((k, i) => (typeof k === 'number' ? `[${k}]` : i === 0 ? k : `.${k}`)).join('') || 'body';
 }
 
 /**
@@ -167,20 +177,30 @@ export async function authorizeField(
   reply: FastifyReply,
   coordinate: string,
 ): Promise<Principal> {
-  return admitField(operations, reply, request.principal ?? null, coordinate);
+  return admitted(operations.admitField(coordinate, request.principal ?? null), reply);
 }
 
-/** Admission of the schema field for `principal` (e.g. a signed URL's creator), headers on the reply. */
+/**
+ * Admission only, for work whose access was checked when it was granted: a signed URL's PUT spends
+ * its creator's budget for the schema field. Headers on the reply.
+ */
 export async function admitField(
   operations: Operations,
   reply: FastifyReply,
-  principal: Principal | null,
+  principal: Principal,
   coordinate: string,
 ): Promise<Principal> {
+  return admitted(operations.admitField(coordinate, principal, true), reply);
+}
+
+async function admitted(
+  admission: Promise<{ principal: Principal; headers: Record<string, string> }>,
+  reply: FastifyReply,
+): Promise<Principal> {
   try {
-    const admitted = await operations.admitField(coordinate, principal);
-    reply.headers(admitted.headers);
-    return admitted.principal;
+    const { principal, headers } = await admission;
+    reply.headers(headers);
+    return principal;
   } catch (e) {
     if (e instanceof AppError) reply.headers(e.headers);
     throw e;
