@@ -47,7 +47,8 @@ export async function sandboxAccountOf(em: EntityManager, clock: Clock, owner: A
         sandboxOf: owner.id,
         createdAt: clock.now(),
       });
-      tx.persist(sandbox);
+      // Written first: the demo rows reference it by a plain id, so the ORM cannot order them.
+      await tx.persistAndFlush(sandbox);
       await seedPortOpsSandbox(tx, clock, sandbox.id);
       return sandbox;
     });
