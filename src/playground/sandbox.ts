@@ -19,7 +19,8 @@ import { seedPortOpsSandbox } from '../port-ops/seed.js';
  * - It acts with the real account's current plan, never more; its plan-gated (liquidity) calls
  *   spend the real account's plan budget and monthly quota, like any of its keys.
  * - It expires after SANDBOX_KEY_TTL (24 h), makes at most SANDBOX_PER_MINUTE calls a minute, and
- *   a sandbox holds at most SANDBOX_MAX_ACTIVE_KEYS unexpired keys.
+ *   a sandbox holds at most SANDBOX_MAX_ACTIVE_KEYS unexpired keys; expired ones are deleted when
+ *   the next key is generated.
  * - Its scopes are every scope but `admin`, `webhooks:manage` (no calls out of the service from a
  *   throwaway key) and `export:liquidity` (no bulk export).
  * - Shown once, stored as a SHA-256 hash like every API key.
@@ -67,6 +68,8 @@ export async function createSandboxKey(
   userEmail: string,
 ): Promise<SandboxKey> {
   const sandbox = await sandboxAccountOf(em, clock, owner);
+  // Expired sandbox keys can never work again: drop them rather than keep a row per click forever.
+  await em.nativeDelete(ApiKey, { account: sandbox.id, expiresAt: { $lte: clock.now() } });
   try {
     const { key, secret } = await createApiKey(
       em,

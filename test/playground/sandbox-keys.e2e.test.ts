@@ -265,7 +265,7 @@ describeEachDialect('sandbox keys from the playground', (dialect) => {
     expect(await counts()).toEqual(before);
   });
 
-  it('stops working once expired (24 h), which also frees room for new keys', async () => {
+  it('stops working once expired (24 h), which frees room for new keys; the next key deletes the expired ones', async () => {
     // Every earlier key has expired by now (and the 12 h console session with them).
     clock.advance(24 * HOUR);
     await signIn();
@@ -276,5 +276,11 @@ describeEachDialect('sandbox keys from the playground', (dialect) => {
     clock.advance(2 * SECOND);
     expect((await rest(server.url, '/v1/vessels/lookup?imo=9074729', { key })).status).toBe(401);
     expect((await gql(server.url, '{ viewer { accountId } }', { key })).status).toBe(401);
+
+    // The next key clears the expired ones out: only it is left in the sandbox.
+    await signIn();
+    const next = await newKey();
+    const left = await server.database.db.em().find(ApiKey, { account: next.sandboxAccountId });
+    expect(left.map((k) => k.id)).toEqual([next.keyId]);
   });
 });
