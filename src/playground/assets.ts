@@ -24,6 +24,8 @@ export interface Manifest {
   style: string;
   /** Every file the bundle may load (the two above, and any font or image they reference). */
   files: string[];
+  /** Those of `files` that also have a gzip-compressed copy `<name>.gz` beside them. */
+  gzipped: string[];
 }
 
 export const MANIFEST = 'manifest.json';

@@ -52,14 +52,21 @@ class PlaygroundBundle {
     return this.manifest;
   }
 
-  file(name: string): Buffer | null {
-    if (!this.current()?.files.includes(name)) return null;
-    let body = this.files.get(name);
+  /** A file of the bundle, its gzip copy when asked for and built; null for any other name. */
+  file(name: string, gzip: boolean): Buffer | null {
+    const manifest = this.current();
+    if (!manifest?.files.includes(name)) return null;
+    const stored = gzip && manifest.gzipped.includes(name) ? `${name}.gz` : name;
+    let body = this.files.get(stored);
     if (!body) {
-      body = readFileSync(join(this.dir, name));
-      this.files.set(name, body);
+      body = readFileSync(join(this.dir, stored));
+      this.files.set(stored, body);
     }
     return body;
+  }
+
+  hasGzip(name: string): boolean {
+    return this.current()?.gzipped.includes(name) ?? false;
   }
 }
 
@@ -164,11 +171,19 @@ export async function registerPlayground(app: FastifyInstance, services: AppServ
     scope.get('/playground', async (_request, reply) => playgroundPage(reply, bundle));
     scope.get('/playground/assets/:name', async (request, reply) => {
       const name = (request.params as { name: string }).name;
-      const body = bundle.file(name);
+      const gzip =
+        bundle.hasGzip(name) &&
+        new Negotiator({ headers: { 'accept-encoding': request.headers['accept-encoding'] } }).encoding([
+          'gzip',
+          'identity',
+        ]) === 'gzip';
+      const body = bundle.file(name, gzip);
       if (!body) throw new AppError('NOT_FOUND', `No playground asset '${name}'`);
+      if (gzip) reply.header('content-encoding', 'gzip');
       return reply
         .type(CONTENT_TYPES[extname(name)] ?? 'application/octet-stream')
         .header('cache-control', 'public, max-age=31536000, immutable')
+        .header('vary', 'Accept-Encoding')
         .header('x-content-type-options', 'nosniff')
         .send(body);
     });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensurePlaygroundBuilt } from '../../src/playground/build.js';
 import type { Manifest } from '../../src/playground/assets.js';
-import { gql, startTestServer, type TestServer } from '../helpers/server.js';
+import { gql, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 /** What Chromium sends when the address bar navigates to a URL. */
 const BROWSER_ACCEPT =
@@ -94,8 +94,22 @@ describe('playground pages and GET /graphql content negotiation', () => {
     for (const name of ['manifest.json', 'nope.js', '..%2Fmanifest.json', '..%2F..%2Fpackage.json']) {
       const res = await get(`/playground/assets/${name}`);
       expect(res.status, name).toBe(404);
-      expect((await res.json()).error.code).toBe('NOT_FOUND');
+      expect(((await res.json()) as Json).error.code).toBe('NOT_FOUND');
     }
+  });
+
+  it('sends the gzip copy to clients that accept gzip, the same bytes once decompressed', async () => {
+    const path = `/playground/assets/${manifest.script}`;
+    const plain = await get(path, { 'accept-encoding': 'identity' });
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(plain.headers.get('vary')).toMatch(/accept-encoding/i);
+    const bytes = Buffer.from(await plain.arrayBuffer());
+    const zipped = await get(path, { 'accept-encoding': 'gzip, deflate, br' });
+    expect(zipped.headers.get('content-encoding')).toBe('gzip');
+    expect(zipped.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(Number(zipped.headers.get('content-length'))).toBeLessThan(bytes.length / 2);
+    // fetch decompresses: the script is the same.
+    expect(Buffer.from(await zipped.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
   it('serves a landing page at / that links the playground, the documentation and the console', async () => {
