@@ -154,8 +154,12 @@ function readmePage(reply: FastifyReply, readme: string): FastifyReply {
  * browsers), its assets, the README, and the sandbox-key endpoint it calls. Registered from
  * app.ts after the edge, so the GET /graphql hook runs after credentials are resolved.
  */
-export async function registerPlayground(app: FastifyInstance, services: AppServices): Promise<void> {
-  const bundle = new PlaygroundBundle(PLAYGROUND_DIR);
+export async function registerPlayground(
+  app: FastifyInstance,
+  services: AppServices,
+  bundleDir = PLAYGROUND_DIR,
+): Promise<void> {
+  const bundle = new PlaygroundBundle(bundleDir);
   // A root hook (not inside the child context below), because /graphql belongs to the gateway.
   app.addHook('onRequest', (request, reply, done) => {
     if (request.method !== 'GET' || request.routeOptions.url !== '/graphql' || !prefersHtml(request))

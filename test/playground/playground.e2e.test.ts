@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensurePlaygroundBuilt } from '../../src/playground/build.js';
+import { registerPlayground } from '../../src/playground/http.js';
 import type { Manifest } from '../../src/playground/assets.js';
 import { gql, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
@@ -120,6 +125,23 @@ describe('playground pages and GET /graphql content negotiation', () => {
     expect(page).toContain('href="/playground"');
     expect(page).toContain('href="/readme"');
     expect(page).toContain('href="/console"');
+  });
+
+  it('answers 503 with how to build it when the bundle is missing, and 404 for its assets', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'tidegate-no-playground-'));
+    const app = Fastify();
+    try {
+      await registerPlayground(app, server.app.services, empty);
+      const page = await app.inject({ url: '/playground' });
+      expect(page.statusCode).toBe(503);
+      expect(page.body).toContain('npm run build:playground');
+      expect((await app.inject({ url: `/playground/assets/${manifest.script}` })).statusCode).toBe(404);
+      // The landing page does not need the bundle.
+      expect((await app.inject({ url: '/' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 
   it('serves the README, escaped, at /readme', async () => {
