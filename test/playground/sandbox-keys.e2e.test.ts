@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { Account, ApiKey } from '../../src/accounts/entities.js';
+import { changePlan } from '../../src/accounts/service.js';
 import { AuthSession } from '../../src/auth/entities.js';
 import { HOUR, ManualClock, MINUTE, SECOND } from '../../src/kernel/clock.js';
 import { sha256Hex } from '../../src/kernel/crypto.js';
+import { Plan } from '../../src/kernel/plans.js';
 import { SANDBOX_SCOPES } from '../../src/playground/sandbox.js';
 import { Browser, createAnalystUser, PASSWORD, startAuthServer } from '../auth/helpers.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { gql, rest, type Json, type TestServer } from '../helpers/server.js';
 
 const PER_MINUTE = 8;
-const MAX_KEYS = 6;
+const MAX_KEYS = 7;
 
 describeEachDialect('sandbox keys from the playground', (dialect) => {
   let server: TestServer;
@@ -185,6 +187,12 @@ describeEachDialect('sandbox keys from the playground', (dialect) => {
     expect(refused.status).toBe(429);
     expect(refused.body.error.message).toMatch(`sandbox keys allow ${PER_MINUTE} requests per minute`);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // A plan-gated call spends the key's budget too, before the plan's: refused alike.
+    const liquidity = await gql(server.url, '{ protocols(first: 1) { totalCount } }', { key });
+    expect(liquidity.status).toBe(429);
+    expect(liquidity.body.errors![0]!.message).toMatch(
+      `sandbox keys allow ${PER_MINUTE} requests per minute`,
+    );
 
     const other = await newKey();
     expect((await rest(server.url, '/v1/vessels/lookup?imo=9074729', { key: other.key })).status).toBe(200);
@@ -206,6 +214,19 @@ describeEachDialect('sandbox keys from the playground', (dialect) => {
     );
     expect(Number(sandboxed.headers.get('x-ratelimit-remaining'))).toBe(remaining - 1);
     expect(sandboxed.headers.get('x-quota-limit')).toBe(String(server.config.planLimits.ANALYST.perMonth));
+  });
+
+  it('acts with the owner’s current plan, whatever plan its sandbox account was created with', async () => {
+    const em = server.database.db.em();
+    await changePlan(em, user.accountId, Plan.PROFESSIONAL);
+    try {
+      const { key, sandboxAccountId } = await newKey();
+      expect((await em.findOneOrFail(Account, { id: sandboxAccountId })).plan).toBe(Plan.ANALYST);
+      const { body } = await gql(server.url, '{ viewer { plan } }', { key });
+      expect(body.data!.viewer).toEqual({ plan: 'PROFESSIONAL' });
+    } finally {
+      await changePlan(em, user.accountId, Plan.ANALYST);
+    }
   });
 
   it(`refuses a key past ${MAX_KEYS} unexpired ones with 409, naming the limit and writing nothing`, async () => {
