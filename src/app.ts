@@ -17,6 +17,7 @@ import { gatewaySchema } from './gateway/schema.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { openSecretBox } from './kernel/secret-box.js';
 import { MODULES } from './modules.js';
+import { registerPlayground } from './playground/http.js';
 
 /** The same JSON as /v1/vessels/lookup?imo=9074729 from a bare route: the benchmark's baseline. */
 function registerBenchRoutes(fastify: FastifyInstance): void {
@@ -107,6 +108,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   registerErrorHandlers(fastify);
   registerEdge(fastify, credentials, audit, clock);
+  await registerPlayground(fastify, services); // wired by h14-playground
 
   let closing = false;
   fastify.get('/healthz', async () => ({ status: 'ok' }));

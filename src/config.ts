@@ -64,6 +64,12 @@ export interface Config {
   planLimits: Record<Plan, PlanLimit>;
   /** Per-credential requests per minute on the port-operations API. */
   portOpsPerMinute: number;
+  /** Requests per minute of one sandbox key (every operation; plan-gated ones also spend the plan's). */
+  sandboxPerMinute: number;
+  /** How long a sandbox key from the playground lives. */
+  sandboxKeyTtlMs: number;
+  /** Unexpired sandbox keys one sandbox account may hold; the next one is refused with 409. */
+  sandboxMaxActiveKeys: number;
   /** Demand control: deepest selection and largest estimated cost an operation may have. */
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
@@ -211,6 +217,9 @@ export function loadConfig(env: Env = process.env): Config {
     wsMaxBacklogEvents: int('WS_MAX_BACKLOG_EVENTS', 1000, 1, 1_000_000),
     planLimits,
     portOpsPerMinute: int('PORT_OPS_PER_MINUTE', 600, 1),
+    sandboxPerMinute: int('SANDBOX_PER_MINUTE', 20, 1),
+    sandboxKeyTtlMs: duration('SANDBOX_KEY_TTL', '24h'),
+    sandboxMaxActiveKeys: int('SANDBOX_MAX_ACTIVE_KEYS', 10, 1, 1000),
     benchRoutes: bool('BENCH_ROUTES', false),
     graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 12, 2, 100),
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 20_000, 10),

@@ -15,6 +15,13 @@ export class Account {
 
   @Property({ type: 'datetime' })
   createdAt!: Date;
+
+  /**
+   * Set on a sandbox account: the real account it belongs to. A sandbox account holds demo data
+   * only, has no users, and its keys act with the real account's plan (see src/playground/sandbox.ts).
+   */
+  @Property({ type: 'uuid', nullable: true, unique: true })
+  sandboxOf?: string | null;
 }
 
 @Entity({ tableName: 'users' })

@@ -120,7 +120,14 @@ export async function createApiKey(
   em: EntityManager,
   clock: Clock,
   policy: KeyPolicy,
-  input: { accountId: string; name?: string; scopes?: string | readonly string[]; expiresAt?: Date | null },
+  input: {
+    accountId: string;
+    name?: string;
+    scopes?: string | readonly string[];
+    expiresAt?: Date | null;
+    /** A longer prefix that marks a kind of key (sandbox keys); it must start with API_KEY_PREFIX. */
+    secretPrefix?: string;
+  },
 ): Promise<CreatedKey> {
   const account = await getAccount(em, input.accountId);
   const name = input.name === undefined ? 'API key' : requireText('name', input.name, 200);
@@ -138,7 +145,7 @@ export async function createApiKey(
         { limit: policy.maxActiveKeys },
       );
     }
-    return issueKey(tx, account, name, scopes, now, input.expiresAt ?? null, null);
+    return issueKey(tx, account, name, scopes, now, input.expiresAt ?? null, null, input.secretPrefix);
   });
 }
 
@@ -150,8 +157,12 @@ function issueKey(
   now: Date,
   expiresAt: Date | null,
   rotatedFromId: string | null,
+  secretPrefix = API_KEY_PREFIX,
 ): CreatedKey {
-  const secret = newSecret(API_KEY_PREFIX, 32);
+  // The credential resolver routes secrets by API_KEY_PREFIX: any other prefix would never resolve.
+  if (!secretPrefix.startsWith(API_KEY_PREFIX))
+    throw new Error(`key prefix must start with ${API_KEY_PREFIX}`);
+  const secret = newSecret(secretPrefix, 32);
   const key = em.create(ApiKey, {
     account,
     name,

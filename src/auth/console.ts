@@ -40,7 +40,12 @@ const list = (value: unknown): string[] =>
 /** Only our own pages may be returned to after sign-in: no open redirect through return_to. */
 export function safeReturnTo(value: unknown): string {
   const target = text(value);
-  if (target.startsWith('/oauth/authorize?') || target === '/console' || /^\/console\/[\w/-]*$/.test(target))
+  if (
+    target.startsWith('/oauth/authorize?') ||
+    target === '/console' ||
+    target === '/playground' ||
+    /^\/console\/[\w/-]*$/.test(target)
+  )
     return target;
   return '/console';
 }

@@ -1,4 +1,4 @@
-import { ApiKey } from '../accounts/entities.js';
+import { Account, ApiKey } from '../accounts/entities.js';
 import { API_KEY_PREFIX, findKeyBySecret, isKeyActive } from '../accounts/service.js';
 import type { Database } from '../db/orm.js';
 import type { Clock } from '../kernel/clock.js';
@@ -101,7 +101,11 @@ export class CredentialResolver {
       this.refusedKeys.set(hash, now.getTime() + this.cacheTtlMs);
       return null;
     }
-    const principal = principalForKey(key);
+    const owner = key.account.sandboxOf
+      ? await this.db.em().findOne(Account, { id: key.account.sandboxOf })
+      : undefined;
+    if (owner === null) return null;
+    const principal = principalForKey(key, owner);
     if (this.keyCache.size >= MAX_CACHED_KEYS) {
       const oldest = this.keyCache.keys().next().value;
       if (oldest !== undefined) this.keyCache.delete(oldest);
@@ -141,11 +145,16 @@ export class CredentialResolver {
   }
 }
 
-export function principalForKey(key: ApiKey): Principal {
+/**
+ * A sandbox key (its account has `sandboxOf`) acts with the real account's current plan, so a
+ * sandbox never reaches more than its owner's plan, and a downgrade applies to it too.
+ */
+export function principalForKey(key: ApiKey, sandboxOwner?: Account): Principal {
   return {
     accountId: key.account.id,
-    plan: key.account.plan,
+    plan: sandboxOwner?.plan ?? key.account.plan,
     scopes: new Set(key.scopes),
     credential: { kind: 'api_key', id: key.id, expiresAt: key.expiresAt ?? undefined },
+    ...(sandboxOwner ? { sandboxOf: sandboxOwner.id } : {}),
   };
 }

@@ -181,7 +181,7 @@ interface Budget {
 
 export class RateLimiter implements Admission {
   constructor(
-    private readonly config: Pick<Config, 'planLimits' | 'portOpsPerMinute'>,
+    private readonly config: Pick<Config, 'planLimits' | 'portOpsPerMinute' | 'sandboxPerMinute'>,
     private readonly clock: Clock,
     private readonly store: CounterStore,
   ) {}
@@ -190,17 +190,27 @@ export class RateLimiter implements Admission {
    * Plan-gated operations (the liquidity API) spend the account's plan budget. Admins pass plan
    * gates, so their calls are not charged to the account's plan (an Observer account's operator
    * would otherwise be refused at 0 per minute): like everything else they spend a per-credential
-   * budget.
+   * budget. A sandbox key's plan-gated calls spend its real account's plan budget (a sandbox is no
+   * way around a quota), and everything else its own small per-key budget.
    */
   private budgetOf(principal: Principal, requirements: Requirements): Budget {
     const planBudget = requirements.plan !== undefined && !principal.scopes.has('admin');
     return planBudget
-      ? { subject: `acct:${principal.accountId}`, limits: this.config.planLimits[principal.plan], planBudget }
-      : {
-          subject: `cred:${principal.credential.kind}:${principal.credential.id}`,
-          limits: { perMinute: this.config.portOpsPerMinute, perMonth: null },
+      ? {
+          subject: `acct:${principal.sandboxOf ?? principal.accountId}`,
+          limits: this.config.planLimits[principal.plan],
           planBudget,
-        };
+        }
+      : this.credentialBudget(principal);
+  }
+
+  private credentialBudget(principal: Principal): Budget {
+    const perMinute = principal.sandboxOf ? this.config.sandboxPerMinute : this.config.portOpsPerMinute;
+    return {
+      subject: `cred:${principal.credential.kind}:${principal.credential.id}`,
+      limits: { perMinute, perMonth: null },
+      planBudget: false,
+    };
   }
 
   private minuteHeaders(limits: PlanLimit, used: number, minute: Window): Record<string, string> {
@@ -218,11 +228,21 @@ export class RateLimiter implements Admission {
     return this.minuteHeaders(limits, await this.store.get(`${subject}:${minute.id}`), minute);
   }
 
-  /** Synchronous with the in-process store (no promise on the hot path), a promise with Redis. */
+  /**
+   * Synchronous with the in-process store (no promise on the hot path), a promise with Redis.
+   * A sandbox key's plan-gated call must pass its own per-key budget as well as the plan's.
+   */
   admit(principal: Principal, requirements: Requirements): MaybePromise<AdmissionResult> {
+    const budget = this.budgetOf(principal, requirements);
+    if (!principal.sandboxOf || !budget.planBudget) return this.spend(principal, budget);
+    return andThen(this.spend(principal, this.credentialBudget(principal)), () =>
+      this.spend(principal, budget),
+    );
+  }
+
+  private spend(principal: Principal, budget: Budget): MaybePromise<AdmissionResult> {
     const now = this.clock.now();
     const minute = minuteWindow(now);
-    const budget = this.budgetOf(principal, requirements);
     const used = this.store.increment(`${budget.subject}:${minute.id}`, minute.endsAt - now.getTime() + 1000);
     return andThen(used, (count) => this.afterMinute(principal, budget, now, minute, count));
   }
@@ -237,7 +257,11 @@ export class RateLimiter implements Admission {
     const headers = this.minuteHeaders(limits, used, minute);
     if (used > limits.perMinute) {
       const retryAfter = String(seconds(minute.endsAt - now.getTime()));
-      const scope = planBudget ? `the ${planLabel(principal.plan)} plan allows` : 'port operations allow';
+      const scope = planBudget
+        ? `the ${planLabel(principal.plan)} plan allows`
+        : principal.sandboxOf
+          ? 'sandbox keys allow'
+          : 'port operations allow';
       throw new AppError(
         'RATE_LIMIT_EXCEEDED',
         `Rate limit exceeded: ${scope} ${limits.perMinute} requests per minute; retry in ${retryAfter} s`,

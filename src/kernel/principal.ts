@@ -19,6 +19,11 @@ export interface Principal {
   userId?: string;
   /** Set for OAuth tokens. */
   clientId?: string;
+  /**
+   * Set for sandbox keys: the real account the sandbox belongs to. `accountId` is then the
+   * sandbox account (demo data only) and `plan` the real account's plan.
+   */
+  sandboxOf?: string;
 }
 
 export function isAdmin(principal: Principal): boolean {

@@ -502,3 +502,91 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
   await insertBulk(em, InvoiceOrderLink, links);
   await insertBulk(em, StatusChange, changes);
 }
+
+/**
+ * A playground sandbox's demo data: one vendor and a handful of port calls (past, in port and
+ * planned) of the demo vessels at the demo ports, relative to the clock. Writes through `em`
+ * without flushing, so it lands in the caller's transaction with the sandbox account itself.
+ * Nothing is seeded when the shared reference data (ports, vessels) is absent.
+ */
+export async function seedPortOpsSandbox(em: EntityManager, clock: Clock, accountId: string): Promise<void> {
+  const ports = await em.find(
+    Port,
+    { locode: { $in: DEMO_PORTS.slice(0, 3).map((p) => p.locode) } },
+    { orderBy: { locode: 'asc' } },
+  );
+  const vessels = await em.find(
+    Vessel,
+    { imo: { $in: DEMO_VESSELS.map((v) => v.imo) } },
+    { orderBy: { imo: 'asc' } },
+  );
+  if (ports.length === 0 || vessels.length === 0) return;
+  const now = clock.now().getTime();
+  const at = (hours: number) => new Date(Math.round(now / HOUR + hours) * HOUR);
+  em.persist(
+    em.create(Vendor, {
+      accountId,
+      name: `Sandbox Marine Services ${ports[0]!.name}`,
+      services: [ServiceType.BUNKERING, ServiceType.PILOTAGE, ServiceType.TOWAGE],
+      ports: ports.map((p) => p.locode),
+      contactEmail: 'ops@sandbox-marine.example',
+      contactPhone: null,
+      active: true,
+      createdAt: at(-30 * 24),
+    }),
+  );
+  const steps = [
+    [PortCallStatus.ARRIVED, 'ata', 1],
+    [PortCallStatus.BERTHED, 'atb', 6],
+    [PortCallStatus.DEPARTED, 'atd', 30],
+  ] as const;
+  // [hours from now of the ETA, how many of the steps the call has taken]
+  const plan: Array<[number, number]> = [
+    [-10 * 24, 3],
+    [-3 * 24, 3],
+    [-12, 2],
+    [-2, 1],
+    [5 * 24, 0],
+    [12 * 24, 0],
+  ];
+  plan.forEach(([etaHours, taken], i) => {
+    const createdAt = at(etaHours - 14 * 24);
+    const call = em.create(PortCall, {
+      accountId,
+      vesselId: vessels[i % vessels.length]!.id,
+      portId: ports[i % ports.length]!.id,
+      voyageReference: `SANDBOX-${String(i + 1).padStart(3, '0')}`,
+      agent: 'Sandbox Agency',
+      status: PortCallStatus.SCHEDULED,
+      eta: at(etaHours),
+      etb: at(etaHours + 6),
+      etd: at(etaHours + 30),
+      ata: null,
+      atb: null,
+      atd: null,
+      createdAt,
+      updatedAt: createdAt,
+    });
+    const changes: Array<[string | null, PortCallStatus, Date]> = [
+      [null, PortCallStatus.SCHEDULED, createdAt],
+    ];
+    for (const [status, field, hours] of steps.slice(0, taken)) {
+      changes.push([call.status, status, at(etaHours + hours)]);
+      call.status = status;
+      call[field] = call.updatedAt = at(etaHours + hours);
+    }
+    em.persist(call);
+    for (const [from, to, when] of changes)
+      em.persist(
+        em.create(StatusChange, {
+          subjectType: StatusSubject.PORT_CALL,
+          subjectId: call.id,
+          from,
+          to,
+          at: when,
+          actor: 'system',
+          recordedAt: when,
+        }),
+      );
+  });
+}

@@ -9,6 +9,7 @@ import { Migration20261123000300AuthHardening } from './Migration20261123000300A
 import { Migration20261123000600WebhookHardening } from './Migration20261123000600WebhookHardening.js';
 import { Migration20261123000800LiquidityRevisions } from './Migration20261123000800LiquidityRevisions.js';
 import { Migration20261123000700PortOpsIntegrity } from './Migration20261123000700PortOpsIntegrity.js';
+import { Migration20261124000100SandboxAccounts } from './Migration20261124000100SandboxAccounts.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -25,4 +26,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261123000600WebhookHardening', class: Migration20261123000600WebhookHardening },
   { name: 'Migration20261123000800LiquidityRevisions', class: Migration20261123000800LiquidityRevisions },
   { name: 'Migration20261123000700PortOpsIntegrity', class: Migration20261123000700PortOpsIntegrity },
+  { name: 'Migration20261124000100SandboxAccounts', class: Migration20261124000100SandboxAccounts },
 ];
