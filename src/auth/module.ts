@@ -13,6 +13,7 @@ import { introspectEndpoint } from './introspect-endpoint.js';
 import { JWKS_MAX_AGE_SECONDS } from './keys.js';
 import { OAuthError } from './oauth-error.js';
 import { revokeEndpoint } from './revoke-endpoint.js';
+import { openCounterStore } from '../kernel/counters.js';
 import { AuthRuntime } from './runtime.js';
 import { tokenEndpoint } from './token-endpoint.js';
 import { userinfoEndpoint } from './userinfo-endpoint.js';
@@ -124,7 +125,18 @@ export const authModule: DomainModule = {
   name: 'auth',
   resolvers: [],
   async start(services) {
-    const runtime = new AuthRuntime(services);
+    const { config, clock, logger } = services;
+    const throttleStore = await openCounterStore({
+      redisUrl: config.redisUrl,
+      prefix: `${config.redisPrefix}:auth:`,
+      clock,
+      report: (err) =>
+        logger.warn(
+          { err },
+          'auth throttle: Redis did not answer; counting failures in this process until it does',
+        ),
+    });
+    const runtime = new AuthRuntime(services, throttleStore);
     await runtime.start();
     services.credentials.addTokenVerifier(runtime);
     runtimes.set(services, runtime);

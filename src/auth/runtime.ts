@@ -6,13 +6,8 @@ import type { TokenVerifier } from '../gateway/credentials.js';
 import type { Principal } from '../kernel/principal.js';
 import { AccessTokenRecord, AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
 import { KeyStore, SIGNING_ALG } from './keys.js';
-import {
-  FailureThrottle,
-  MemoryFailureStore,
-  RedisFailureStore,
-  ResilientFailureStore,
-  type FailureStore,
-} from './throttle.js';
+import type { CounterStore } from '../kernel/counters.js';
+import { FailureThrottle } from './throttle.js';
 import { ACCESS_TOKEN_TYPE, type Issuer, type Revocation } from './tokens.js';
 
 /** Claims of a verified access token, kept until exp. */
@@ -49,9 +44,6 @@ export class AuthRuntime implements TokenVerifier {
   readonly issuer: Issuer;
   readonly loginThrottle: FailureThrottle;
   readonly clientThrottle: FailureThrottle;
-  private readonly throttleStore: FailureStore;
-  /** Connected in start(); behind throttleStore, which counts in this process when Redis does not answer. */
-  private readonly sharedThrottle: RedisFailureStore | undefined;
   /** jti → expiry (ms). Entries are dropped once the token would have expired anyway. */
   private readonly denied = new Map<string, number>();
   private readonly cache = new Map<string, CacheEntry>();
@@ -59,22 +51,14 @@ export class AuthRuntime implements TokenVerifier {
   /** Housekeeping is scheduled on wall time (first run an hour after start); what is expired follows the clock. */
   private lastPurge = Date.now();
 
-  constructor(readonly services: AppServices) {
+  constructor(
+    readonly services: AppServices,
+    /** Failure counters of both throttles (the rate limiter's kind of store); closed with the runtime. */
+    private readonly throttleStore: CounterStore,
+  ) {
     const { config, clock } = services;
     this.keys = new KeyStore(() => services.db.em(), clock, services.secrets);
     this.issuer = { clock, keys: this.keys, issuer: config.publicUrl, audience: config.resourceUrl };
-    const local = new MemoryFailureStore(clock);
-    this.sharedThrottle = config.redisUrl
-      ? new RedisFailureStore(config.redisUrl, `${config.redisPrefix}:auth:`)
-      : undefined;
-    this.throttleStore = this.sharedThrottle
-      ? new ResilientFailureStore(this.sharedThrottle, local, clock, (err) =>
-          services.logger.warn(
-            { err },
-            'auth throttle: Redis did not answer; counting failures in this process until it does',
-          ),
-        )
-      : local;
     const windowMs = config.authThrottleWindowMs;
     this.loginThrottle = new FailureThrottle('login', this.throttleStore, {
       perSubject: config.authLoginMaxFailures,
@@ -94,7 +78,6 @@ export class AuthRuntime implements TokenVerifier {
 
   async start(): Promise<void> {
     try {
-      await this.sharedThrottle?.connect();
       const sealed = await this.keys.sealPlaintextKeys();
       if (sealed > 0) this.services.logger.info({ sealed }, 'sealed signing keys stored in plaintext');
       await this.keys.ensureKey();

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { Redis } from 'ioredis';
 import type { Config, PlanLimit } from '../config.js';
 import { MINUTE, type Clock } from '../kernel/clock.js';
+import { openCounterStore, type CounterStore } from '../kernel/counters.js';
 import { AppError } from '../kernel/errors.js';
 import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import { planLabel } from '../kernel/plans.js';
@@ -19,140 +19,6 @@ import type { Admission, AdmissionResult } from './context.js';
  * account's plan budget, so all keys of an account share it; anything else counts against a
  * per-credential port-operations budget.
  */
-
-/** Atomic counter with expiry: returns the value after incrementing. */
-export interface CounterStore {
-  increment(key: string, ttlMs: number): MaybePromise<number>;
-  /** The current value (0 when absent or expired), without changing it. */
-  get(key: string): MaybePromise<number>;
-  close(): Promise<void>;
-}
-
-export class MemoryCounterStore implements CounterStore {
-  private readonly counters = new Map<string, { count: number; expiresAt: number }>();
-  private calls = 0;
-
-  constructor(private readonly clock: Clock) {}
-
-  increment(key: string, ttlMs: number): number {
-    const now = this.clock.now().getTime();
-    // Window keys embed their window, so expired ones are never read again; sweep them now and then.
-    if (++this.calls % 1000 === 0) {
-      for (const [k, v] of this.counters) if (v.expiresAt <= now) this.counters.delete(k);
-    }
-    const current = this.counters.get(key);
-    if (!current || current.expiresAt <= now) {
-      this.counters.set(key, { count: 1, expiresAt: now + ttlMs });
-      return 1;
-    }
-    return ++current.count;
-  }
-
-  get(key: string): number {
-    const current = this.counters.get(key);
-    return current && current.expiresAt > this.clock.now().getTime() ? current.count : 0;
-  }
-
-  async close(): Promise<void> {}
-}
-
-const INCREMENT_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return count`;
-
-/**
- * A Redis client for counters a request waits on: commands fail after `commandTimeoutMs`, or at
- * once while disconnected (no offline queue behind the reconnect), so the caller can fall back to
- * counting locally. Not connected yet: call `connect()`.
- */
-export function fastFailingRedis(url: string, commandTimeoutMs: number): Redis {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    commandTimeout: commandTimeoutMs,
-    enableOfflineQueue: false,
-  });
-  // Connection errors surface on the commands; ioredis would otherwise print each retry.
-  redis.on('error', () => {});
-  return redis;
-}
-
-/** INCR and PEXPIRE in one Lua script: atomic on the server, shared by every process. */
-export class RedisCounterStore implements CounterStore {
-  private readonly redis: Redis;
-
-  constructor(
-    url: string,
-    private readonly prefix: string,
-    /** A request waits at most this long for Redis (then ResilientCounterStore counts locally). */
-    commandTimeoutMs = 500,
-  ) {
-    this.redis = fastFailingRedis(url, commandTimeoutMs);
-  }
-
-  /** Connects; a gateway whose REDIS_URL does not answer at start refuses to start. */
-  async connect(): Promise<void> {
-    await this.redis.connect();
-  }
-
-  async increment(key: string, ttlMs: number): Promise<number> {
-    return Number(await this.redis.eval(INCREMENT_SCRIPT, 1, `${this.prefix}${key}`, String(ttlMs)));
-  }
-
-  async get(key: string): Promise<number> {
-    return Number((await this.redis.get(`${this.prefix}${key}`)) ?? 0);
-  }
-
-  async close(): Promise<void> {
-    await this.redis.quit().catch(() => this.redis.disconnect());
-  }
-}
-
-/**
- * The shared store first; when it fails or does not answer in time, this process's own counters.
- * A Redis outage then loosens the limits to per-process budgets instead of failing or stalling
- * every request; the outage is logged (at most once a minute) and healing needs nothing.
- */
-export class ResilientCounterStore implements CounterStore {
-  private lastReported = 0;
-
-  constructor(
-    private readonly primary: CounterStore,
-    private readonly fallback: CounterStore,
-    private readonly clock: Clock,
-    private readonly report: (error: unknown) => void,
-  ) {}
-
-  async increment(key: string, ttlMs: number): Promise<number> {
-    try {
-      return await this.primary.increment(key, ttlMs);
-    } catch (e) {
-      return this.failOver(e, () => this.fallback.increment(key, ttlMs));
-    }
-  }
-
-  async get(key: string): Promise<number> {
-    try {
-      return await this.primary.get(key);
-    } catch (e) {
-      return this.failOver(e, () => this.fallback.get(key));
-    }
-  }
-
-  private failOver(error: unknown, local: () => MaybePromise<number>): MaybePromise<number> {
-    const now = this.clock.now().getTime();
-    if (now - this.lastReported >= MINUTE) {
-      this.lastReported = now;
-      this.report(error);
-    }
-    return local();
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([this.primary.close(), this.fallback.close()]);
-  }
-}
 
 interface Window {
   id: string;
@@ -311,11 +177,15 @@ export async function createRateLimiter(
   clock: Clock,
   logger: Pick<FastifyBaseLogger, 'warn'>,
 ): Promise<RateLimiter> {
-  if (!config.redisUrl) return new RateLimiter(config, clock, new MemoryCounterStore(clock));
-  const redis = new RedisCounterStore(config.redisUrl, `${config.redisPrefix}:rl:`);
-  await redis.connect();
-  const store = new ResilientCounterStore(redis, new MemoryCounterStore(clock), clock, (err) =>
-    logger.warn({ err }, 'rate-limit counters: Redis did not answer; counting in this process until it does'),
-  );
+  const store = await openCounterStore({
+    redisUrl: config.redisUrl,
+    prefix: `${config.redisPrefix}:rl:`,
+    clock,
+    report: (err) =>
+      logger.warn(
+        { err },
+        'rate-limit counters: Redis did not answer; counting in this process until it does',
+      ),
+  });
   return new RateLimiter(config, clock, store);
 }

@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { AuthRuntime } from '../../src/auth/runtime.js';
-import {
-  FailureThrottle,
-  MemoryFailureStore,
-  RedisFailureStore,
-  ResilientFailureStore,
-} from '../../src/auth/throttle.js';
+import { FailureThrottle } from '../../src/auth/throttle.js';
 import { loadConfig } from '../../src/config.js';
 import type { AppServices } from '../../src/gateway/context.js';
 import { ManualClock, systemClock } from '../../src/kernel/clock.js';
+import {
+  MemoryCounterStore,
+  RedisCounterStore,
+  ResilientCounterStore,
+  openCounterStore,
+} from '../../src/kernel/counters.js';
 import { SecretBox } from '../../src/kernel/secret-box.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
@@ -21,10 +22,10 @@ describeWithRedis('auth throttle when Redis stops answering', () => {
   it('keeps counting failures in this process and says so once', async () => {
     const proxy = await silenceableRedisProxy(new URL(TEST_REDIS_URL!));
     const clock = new ManualClock('2026-03-10T12:00:05Z');
-    const redis = new RedisFailureStore(proxy.url, `${prefix()}:auth:`, 100);
+    const redis = new RedisCounterStore(proxy.url, `${prefix()}:auth:`, 100);
     await redis.connect();
     const reports: unknown[] = [];
-    const store = new ResilientFailureStore(redis, new MemoryFailureStore(clock), clock, (e) =>
+    const store = new ResilientCounterStore(redis, new MemoryCounterStore(clock), clock, (e) =>
       reports.push(e),
     );
     const throttle = new FailureThrottle('client', store, { perSubject: 2, perIp: 100, windowMs: 60_000 });
@@ -85,20 +86,29 @@ describeWithRedis('auth throttle when Redis stops answering', () => {
     const database = await createTestDatabase('sqlite');
     const proxy = await silenceableRedisProxy(new URL(TEST_REDIS_URL!));
     const logger = { info() {}, warn() {} } as unknown as AppServices['logger'];
-    const runtime = (secrets: SecretBox, env: Record<string, string> = {}) =>
-      new AuthRuntime({
-        config: loadConfig({ DATABASE_URL: database.url, ...env }),
+    const runtime = async (secrets: SecretBox, env: Record<string, string> = {}) => {
+      const config = loadConfig({ DATABASE_URL: database.url, ...env });
+      const services = {
+        config,
         clock: systemClock,
         db: database.db,
         secrets,
         logger,
-      } as unknown as AppServices);
+      } as unknown as AppServices;
+      const store = await openCounterStore({
+        redisUrl: config.redisUrl,
+        prefix: `${config.redisPrefix}:auth:`,
+        clock: systemClock,
+        report: () => {},
+      });
+      return new AuthRuntime(services, store);
+    };
     try {
-      const first = runtime(new SecretBox(randomBytes(32)));
+      const first = await runtime(new SecretBox(randomBytes(32)));
       await first.start();
       await first.stop();
 
-      const second = runtime(new SecretBox(randomBytes(32)), {
+      const second = await runtime(new SecretBox(randomBytes(32)), {
         REDIS_URL: proxy.url,
         REDIS_PREFIX: prefix(),
       });

@@ -3,12 +3,8 @@ import { createConnection, createServer, type AddressInfo, type Socket } from 'n
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { Requirements } from '../../src/gateway/access.js';
-import {
-  MemoryCounterStore,
-  RateLimiter,
-  RedisCounterStore,
-  ResilientCounterStore,
-} from '../../src/gateway/limits.js';
+import { RateLimiter } from '../../src/gateway/limits.js';
+import { MemoryCounterStore, RedisCounterStore, ResilientCounterStore } from '../../src/kernel/counters.js';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { AppError } from '../../src/kernel/errors.js';
 import { Plan } from '../../src/kernel/plans.js';
