@@ -22,7 +22,7 @@ import {
   pageOf,
   pagedConnection,
   type PagedConnection,
-} from '../port-ops/paging.js';
+} from '../gateway/paging.js';
 import { WEBHOOK_TYPES, WebhookDomain } from './catalog.js';
 import {
   WebhookDelivery,

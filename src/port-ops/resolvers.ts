@@ -54,7 +54,7 @@ import {
   loadVendor,
   loadVessel,
 } from './loaders.js';
-import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from './paging.js';
+import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/paging.js';
 import * as ops from './service.js';
 import { parseImo, parseLocode } from './validation.js';
 import { findVesselByImo, forgetVessel } from './vessel-cache.js';

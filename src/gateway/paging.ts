@@ -1,5 +1,5 @@
 import { ArgsType, Field, FieldResolver, Int, Resolver, Root, type ClassType } from 'type-graphql';
-import { PageArgs, toConnection, toPage, type Page } from '../gateway/connection.js';
+import { PageArgs, toConnection, toPage, type Page } from './connection.js';
 import { badInput } from '../kernel/errors.js';
 
 /**
