@@ -1,10 +1,11 @@
 import { createServer, type Server } from 'node:http';
-import { chromium, type Browser as Chromium, type Page } from 'playwright-core';
+import { type Browser as Chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiKey } from '../../src/accounts/entities.js';
 import { OAuthClient } from '../../src/auth/entities.js';
 import { systemClock } from '../../src/kernel/clock.js';
-import { CHROMIUM_PATH, describeWithChromium } from '../helpers/env.js';
+import { launchChromium } from '../helpers/chromium.js';
+import { describeWithChromium } from '../helpers/env.js';
 import type { TestServer } from '../helpers/server.js';
 import {
   authorizeUrl,
@@ -14,17 +15,6 @@ import {
   registerClient,
   startAuthServer,
 } from './helpers.js';
-
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-quic',
-  '--disable-sync',
-];
 
 describeWithChromium('console and consent in headless Chromium', () => {
   let server: TestServer;
@@ -44,7 +34,7 @@ describeWithChromium('console and consent in headless Chromium', () => {
     await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
     const address = callback.address();
     callbackUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/callback`;
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: ARGS });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

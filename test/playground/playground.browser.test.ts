@@ -1,23 +1,11 @@
-import { chromium, type Browser as Chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser as Chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { systemClock } from '../../src/kernel/clock.js';
 import { ensurePlaygroundBuilt } from '../../src/playground/build.js';
 import { createAnalystUser, PASSWORD, startAuthServer } from '../auth/helpers.js';
-import { CHROMIUM_PATH, describeWithChromium } from '../helpers/env.js';
+import { launchChromium } from '../helpers/chromium.js';
+import { describeWithChromium } from '../helpers/env.js';
 import { gql, type Json, type TestServer } from '../helpers/server.js';
-
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-quic',
-  '--disable-sync',
-  // The network is cut: everything but loopback (which Chromium never proxies) goes to a dead proxy.
-  '--proxy-server=127.0.0.1:9',
-];
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -36,7 +24,10 @@ describeWithChromium('the playground in headless Chromium with the network cut o
     await ensurePlaygroundBuilt();
     server = await startAuthServer();
     user = await createAnalystUser(server, systemClock);
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: ARGS });
+    browser = await launchChromium([
+      // The network is cut: everything but loopback (which Chromium never proxies) goes to a dead proxy.
+      '--proxy-server=127.0.0.1:9',
+    ]);
     context = await browser.newContext();
     // Belt and braces: every non-loopback request is recorded and aborted, whatever the proxy does.
     await context.route('**/*', (route) => {
