@@ -1,4 +1,5 @@
 import type {
+  FastifyContextConfig,
   FastifyInstance,
   FastifyReply,
   FastifyRequest,
@@ -18,7 +19,7 @@ declare module 'fastify' {
 /** Who may call which routes from another origin, and what the browser may send and read. */
 export interface CorsPolicy {
   /** Whether a route (by its config) is callable cross-origin under this policy. */
-  covers(config: FastifyRequest['routeOptions']['config']): boolean;
+  covers(config: FastifyContextConfig): boolean;
   /** `'*'` (any origin: the endpoints never read cookies) or the exact origins allowed. */
   origins: '*' | ReadonlySet<string>;
   allowHeaders: string;
