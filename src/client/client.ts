@@ -60,6 +60,8 @@ export class TidegateClient {
   private readonly fetchImpl: typeof fetch;
   private readonly live: LiveConnection | undefined;
   private renewTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The live connection's latest in-band renewal. */
+  private liveRenewal: Promise<void> | undefined;
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -90,7 +92,8 @@ export class TidegateClient {
     // Every renewal — before expiry, after a 401, or forced — reaches the open connection in band.
     this.session?.onTokens((tokens) => {
       if (!this.live?.open) return;
-      void this.live.renew(tokens.accessToken).catch(() => undefined);
+      // A refusal ends the subscriptions, which report it; the renewal itself succeeded.
+      this.liveRenewal = this.live.renew(tokens.accessToken).catch(() => undefined);
       this.scheduleRenewal(tokens);
     });
     this.v1 = Object.fromEntries(
@@ -116,9 +119,11 @@ export class TidegateClient {
     return this.oauth().signInWithClientCredentials(scope);
   }
 
-  /** Renews the access token now (and the live connection's credential with it). */
-  refresh(): Promise<TokenSet> {
-    return this.oauth().refresh();
+  /** Renews the access token now; resolves once the open live connection has taken it too. */
+  async refresh(): Promise<TokenSet> {
+    const tokens = await this.oauth().refresh();
+    await this.liveRenewal;
+    return tokens;
   }
 
   /** API-key mode: switch to another key (e.g. after a rotation); open subscriptions carry on with it. */
