@@ -284,12 +284,16 @@ export class TidegateClient {
 
   private scheduleAt(at: number): void {
     clearTimeout(this.renewTimer);
-    this.renewTimer = setTimeout(
+    // At least a second apart, so a skew longer than the token's life cannot renew in a loop.
+    const timer = setTimeout(
       () => {
         if (this.live?.open) void this.session!.refresh().catch(() => undefined);
       },
-      Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1),
+      Math.min(Math.max(1000, at - Date.now()), 2 ** 31 - 1),
     );
+    // In Node, a pending renewal must not keep a finished script alive.
+    (timer as { unref?: () => void }).unref?.();
+    this.renewTimer = timer;
   }
 }
 

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TidegateClient, type TidegateError } from '../../src/client/index.js';
+import { MemoryTokenStore, TidegateClient, type TidegateError } from '../../src/client/index.js';
 import type { WebSocketConstructor } from '../../src/client/index.js';
 import { TierChangedDocument, type TierChangedSubscription } from '../../src/generated/graphql.js';
 import { createKey, type TestServer } from '../helpers/server.js';
@@ -77,6 +77,30 @@ describe('subscriptions across a credential refresh (graphql-ws ping {"refresh"}
     expect(live.errors).toEqual([]);
     expect(server.app.ws.connectionCount).toBe(connections);
     live.stop();
+    client.close();
+  });
+
+  it('renews before expiry on its own while a subscription is open, and the connection takes the new token', async () => {
+    const store = new MemoryTokenStore();
+    const client = new TidegateClient({
+      baseUrl: server.url,
+      oauth: { clientId: publicClient.client_id, redirectUri, scope: CLIENT_SCOPES },
+      store,
+      WebSocket: WS,
+      // Tokens live 3600 s: renewal falls due 2 s after sign-in.
+      refreshSkewMs: 3600_000 - 2000,
+    });
+    await client.completeAuthorization(await approve(server, user.email, await client.authorizationUrl()));
+    const signedInWith = store.load()!.accessToken;
+    const live = watch(client, 'epsilon');
+    await untilLive('epsilon', live.seen);
+    await eventually(() => store.load()?.accessToken !== signedInWith, 'no renewal before expiry');
+    // The connection now holds the renewed token: revoking the first one leaves it open.
+    await postForm(server, '/oauth/revoke', { token: signedInWith, client_id: publicClient.client_id });
+    const before = live.seen.length;
+    await commitEvents(server, [tierChange('epsilon')]);
+    await eventually(() => live.seen.length > before, 'event after the renewal');
+    expect(live.errors).toEqual([]);
     client.close();
   });
 
