@@ -139,7 +139,7 @@ describeWithChromium('TypeScript client in Chromium, on another origin', () => {
     await page.waitForURL((url) => url.pathname === '/oauth/authorize');
     await page.click('#approve');
     await page.waitForURL((url) => url.href.startsWith(`${appOrigin}/callback`));
-    await page.waitForFunction(() => (window as never as { app?: { done: boolean } }).app?.done === true);
+    await page.waitForFunction(() => (globalThis as never as { app?: { done: boolean } }).app?.done === true);
 
     type AppState = {
       failure?: string;
@@ -148,7 +148,7 @@ describeWithChromium('TypeScript client in Chromium, on another origin', () => {
       seen: string[];
       errors: string[];
     };
-    const state = () => page.evaluate(() => (window as never as { app: AppState }).app);
+    const state = () => page.evaluate(() => (globalThis as never as { app: AppState }).app);
     const first = await state();
     expect(first.failure).toBeUndefined();
     expect(first.viewer).toMatchObject({ accountId: user.accountId, credentialKind: 'oauth_token' });
@@ -180,7 +180,7 @@ describeWithChromium('TypeScript client in Chromium, on another origin', () => {
       accessTokens.add(
         await page.evaluate(async () => {
           const { client } = (
-            window as never as { app: { client: { refresh(): Promise<{ accessToken: string }> } } }
+            globalThis as never as { app: { client: { refresh(): Promise<{ accessToken: string }> } } }
           ).app;
           return (await client.refresh()).accessToken;
         }),
