@@ -41,6 +41,8 @@ export class LiveConnection {
   /** Resolves the `renew` waiting for its pong (one at a time: renewals are chained). */
   private pongWaiter: (() => void) | undefined;
   private renewal: Promise<void> = Promise.resolve();
+  /** Rejects the `renew` waiting for its pong when the connection closes instead. */
+  private closedWaiter: ((error: TidegateError) => void) | undefined;
 
   constructor(
     private readonly url: string,
@@ -92,7 +94,6 @@ export class LiveConnection {
     this.renewal = next.catch(() => undefined);
     return next;
   }
-  private closedWaiter: ((error: TidegateError) => void) | undefined;
 
   close(): void {
     const socket = this.socket;
@@ -114,7 +115,8 @@ export class LiveConnection {
       socket.onopen = () => {
         this.initPayload().then(
           (payload) => this.send({ type: 'connection_init', payload }),
-          (e: unknown) => socket.close(4499, e instanceof Error ? e.message.slice(0, 100) : 'no credential'),
+          // No credential (signed out, session expired): reported to the subscriptions as 4401.
+          (e: unknown) => socket.close(4401, e instanceof Error ? e.message.slice(0, 100) : 'No credential'),
         );
       };
       socket.onmessage = (event) => {

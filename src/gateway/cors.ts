@@ -91,7 +91,7 @@ export function registerCors(app: FastifyInstance, policy: CorsPolicy): Cors {
       .header('access-control-allow-methods', methods.join(', '))
       .header('access-control-allow-headers', policy.allowHeaders)
       .header('access-control-max-age', '600');
-    if (origin !== '*') reply.header('vary', 'Origin');
+    if (origin !== '*') varyOnOrigin(reply);
     reply.send();
     return true;
   };
@@ -105,7 +105,7 @@ export function registerCors(app: FastifyInstance, policy: CorsPolicy): Cors {
         .header('access-control-allow-origin', origin)
         .header('access-control-expose-headers', policy.exposeHeaders);
     }
-    if (policy.origins !== '*') reply.header('vary', 'Origin');
+    if (policy.origins !== '*') varyOnOrigin(reply);
     done(null, payload);
   };
 
@@ -136,4 +136,17 @@ export function registerCors(app: FastifyInstance, policy: CorsPolicy): Cors {
       }
     },
   };
+}
+
+/** The answer depends on Origin (caches must not serve one origin's answer to another); other Vary values stay. */
+function varyOnOrigin(reply: FastifyReply): void {
+  const current = reply.getHeader('vary');
+  const values =
+    current === undefined
+      ? []
+      : String(current)
+          .split(',')
+          .map((v) => v.trim());
+  if (!values.some((v) => v.toLowerCase() === 'origin' || v === '*'))
+    reply.header('vary', [...values, 'Origin'].join(', '));
 }

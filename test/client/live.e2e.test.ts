@@ -147,6 +147,25 @@ describe('subscriptions across a credential refresh (graphql-ws ping {"refresh"}
     }
   });
 
+  it('reports a subscription it cannot start: not signed in (4401), or refused by the server (its code)', async () => {
+    const signedOut = new TidegateClient({
+      baseUrl: server.url,
+      oauth: { clientId: publicClient.client_id, redirectUri },
+      WebSocket: WS,
+    });
+    const notSignedIn = watch(signedOut, 'alpha');
+    await eventually(() => notSignedIn.errors.length > 0, 'no error when signed out');
+    expect(notSignedIn.errors[0]).toMatchObject({ code: 'UNAUTHENTICATED', details: { closeCode: 4401 } });
+
+    const narrow = await createKey(server, { plan: 'ANALYST', scopes: 'read:vessels' });
+    const client = new TidegateClient({ baseUrl: server.url, apiKey: narrow.secret, WebSocket: WS });
+    const refused = watch(client, 'alpha');
+    await eventually(() => refused.errors.length > 0, 'no error for a missing scope');
+    expect(refused.errors[0]).toMatchObject({ code: 'FORBIDDEN' });
+    expect(refused.errors[0]!.message).toMatch(/read:liquidity/);
+    client.close();
+  });
+
   it('API-key mode: a rotated key of the same account is taken in band, events keep flowing', async () => {
     const client = new TidegateClient({ baseUrl: server.url, apiKey: server.key('ANALYST'), WebSocket: WS });
     const live = watch(client, 'delta');
