@@ -358,32 +358,6 @@ export function registerGraphQLWs(
       onComplete: (ctx, id) => {
         ctx.extra.state?.active.delete(id);
       },
-      // wired by h14-clients: in-band credential refresh (see src/client/README.md), until main has its own.
-      onPing: async (ctx, payload) => {
-        const secret = payload?.refresh;
-        if (typeof secret !== 'string') return;
-        const state = ctx.extra.state;
-        const socket = ctx.extra.socket;
-        const next = state ? await credentials.resolve(secret) : null;
-        const keeps = (old: Principal, p: Principal) =>
-          p.accountId === old.accountId &&
-          (p.userId ?? p.clientId) === (old.userId ?? old.clientId) &&
-          [...old.scopes].every((scope) => p.scopes.has(scope));
-        if (!state || !next || !keeps(state.principal, next)) {
-          socket.close(CLOSE_FORBIDDEN, 'Credential refresh refused');
-          return;
-        }
-        state.principal = next;
-        if (state.expiryTimer) clearTimeout(state.expiryTimer);
-        if (next.credential.expiresAt) {
-          const ms = Math.max(0, next.credential.expiresAt.getTime() - services.clock.now().getTime());
-          state.expiryTimer = setTimeout(
-            () => socket.close(CLOSE_FORBIDDEN, 'Credential expired'),
-            Math.min(ms, 2 ** 31 - 1),
-          );
-          state.expiryTimer.unref();
-        }
-      },
       onClose: (ctx) => {
         const state = ctx.extra.state;
         if (state?.expiryTimer) clearTimeout(state.expiryTimer);
