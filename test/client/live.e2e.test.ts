@@ -82,11 +82,23 @@ describe('subscriptions across a credential refresh (graphql-ws ping {"refresh"}
 
   it('renews before expiry on its own while a subscription is open, and the connection takes the new token', async () => {
     const store = new MemoryTokenStore();
+    const frames: string[] = [];
+    /** Records the frames of the connection, to see the renewal handed over and acknowledged. */
+    class RecordingWebSocket extends WebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        super(url, protocols);
+        this.addEventListener('message', (event) => frames.push(`in ${String(event.data)}`));
+      }
+      override send(data: string): void {
+        frames.push(`out ${data}`);
+        super.send(data);
+      }
+    }
     const client = new TidegateClient({
       baseUrl: server.url,
       oauth: { clientId: publicClient.client_id, redirectUri, scope: CLIENT_SCOPES },
       store,
-      WebSocket: WS,
+      WebSocket: RecordingWebSocket as unknown as WebSocketConstructor,
       // Tokens live 3600 s: renewal falls due 2 s after sign-in.
       refreshSkewMs: 3600_000 - 2000,
     });
@@ -95,6 +107,12 @@ describe('subscriptions across a credential refresh (graphql-ws ping {"refresh"}
     const live = watch(client, 'epsilon');
     await untilLive('epsilon', live.seen);
     await eventually(() => store.load()?.accessToken !== signedInWith, 'no renewal before expiry');
+    const renewed = store.load()!.accessToken;
+    const handedOver = () => {
+      const ping = frames.indexOf(`out ${JSON.stringify({ type: 'ping', payload: { refresh: renewed } })}`);
+      return ping >= 0 && frames.slice(ping).some((f) => f.startsWith('in {"type":"pong"'));
+    };
+    await eventually(handedOver, () => `renewal not acknowledged: ${frames.slice(-4).join(' | ')}`);
     // The connection now holds the renewed token: revoking the first one leaves it open.
     await postForm(server, '/oauth/revoke', { token: signedInWith, client_id: publicClient.client_id });
     const before = live.seen.length;
