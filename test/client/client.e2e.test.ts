@@ -222,6 +222,23 @@ describe('TypeScript client against the real server', () => {
     expect((rest as TidegateError).retryAfter).toBeGreaterThan(0);
   });
 
+  it('routes helper parameters to the path, the query string and the JSON body; 204 answers undefined', async () => {
+    const client = new TidegateClient({ baseUrl: server.url, apiKey: server.key('INSTITUTIONAL') });
+    const [first, second] = await client.v1.protocols({ limit: 2 });
+    const updated = await client.v1.updateWatchlist({ add: [first!.slug, second!.slug], tier_shift: true });
+    expect(updated).toMatchObject({ tier_shift: true });
+    expect(JSON.stringify(await client.v1.watchlist())).toContain(second!.slug);
+    expect(await client.v1.removeFromWatchlist({ slug: second!.slug })).toBeUndefined();
+    expect(JSON.stringify(await client.v1.watchlist())).not.toContain(`"${second!.slug}"`);
+    expect((await client.v1.protocol({ slug: first!.slug })).slug).toBe(first!.slug);
+    const missing = await client.v1.protocol({ slug: 'no-such-protocol' }).catch((e: unknown) => e);
+    expect(missing).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+    // A hand-written route through request(): same credential, same typed errors.
+    const exported = await client.request('/v1/export?format=csv');
+    expect(exported.headers.get('content-type')).toMatch(/csv/);
+    await exported.body?.cancel();
+  });
+
   it('reports a bad parameter with the server’s code and the field', async () => {
     const client = new TidegateClient({ baseUrl: server.url, apiKey: server.key('INSTITUTIONAL') });
     const error = await client.v1.ports({ limit: 500 }).catch((e: unknown) => e);
