@@ -82,8 +82,7 @@ export class TidegateClient {
           options.refreshSkewMs ?? 60_000,
         )
       : undefined;
-    const WebSocketImpl =
-      options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket ?? undefined;
+    const WebSocketImpl = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
     this.live = WebSocketImpl
       ? new LiveConnection(`${this.baseUrl.replace(/^http/, 'ws')}/graphql`, WebSocketImpl, async () =>
           this.apiKey ? { apiKey: this.apiKey } : { authorization: `Bearer ${await this.requireToken()}` },
