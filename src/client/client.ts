@@ -69,7 +69,10 @@ export class TidegateClient {
       throw new TidegateError('invalid_request', 'Give either apiKey or oauth');
     // Called unbound: a browser's fetch must not be called as a method of another object.
     const fetchImpl = options.fetch ?? globalThis.fetch;
-    this.fetchImpl = (input, init) => fetchImpl(input, init);
+    this.fetchImpl = (input, init) =>
+      fetchImpl(input, init).catch((e: unknown) => {
+        throw new TidegateError('NETWORK_ERROR', `No answer from ${this.baseUrl}: ${(e as Error).message}`);
+      });
     this.apiKey = options.apiKey;
     this.apiKeyHeader = options.apiKeyHeader ?? 'x-api-key';
     this.session = options.oauth

@@ -239,6 +239,11 @@ describe('TypeScript client against the real server', () => {
     await exported.body?.cancel();
   });
 
+  it('reports a server it cannot reach as NETWORK_ERROR', async () => {
+    const client = new TidegateClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'tg_any' });
+    await expect(client.v1.ports()).rejects.toMatchObject({ code: 'NETWORK_ERROR', status: 0 });
+  });
+
   it('reports a bad parameter with the server’s code and the field', async () => {
     const client = new TidegateClient({ baseUrl: server.url, apiKey: server.key('INSTITUTIONAL') });
     const error = await client.v1.ports({ limit: 500 }).catch((e: unknown) => e);

@@ -231,6 +231,11 @@ class ApiKeyTest(unittest.TestCase):
             client.graphql("{ nope }")
         self.assertEqual(caught_graphql.exception.status, 400)
 
+    def test_an_unreachable_server_is_network_error(self) -> None:
+        with self.assertRaises(TidegateError) as caught:
+            Client("http://127.0.0.1:9", api_key="tg_any", timeout=5).v1("GET", "/v1/ports")
+        self.assertEqual((caught.exception.code, caught.exception.status), ("NETWORK_ERROR", 0))
+
     def test_429_carries_retry_after(self) -> None:
         client = Client(SERVER["url"], api_key=SERVER["apiKeys"]["PROFESSIONAL"])
         with self.assertRaises(GraphQLError) as caught:

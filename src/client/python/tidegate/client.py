@@ -115,6 +115,8 @@ class Client:
         except urllib.error.HTTPError as error:
             with error:
                 return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+        except (urllib.error.URLError, OSError) as error:
+            raise TidegateError("NETWORK_ERROR", f"No answer from {self.base_url}: {error}") from error
 
     # --- OAuth ------------------------------------------------------------------------------
 
