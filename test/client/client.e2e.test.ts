@@ -208,6 +208,23 @@ describe('TypeScript client against the real server', () => {
     await expect(client.graphql(ViewerDocument)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
+  it('signs out: the store is emptied and the refresh token revoked at the server', async () => {
+    const { client, store } = await signedIn();
+    const { refreshToken } = store.load()!;
+    await client.signOut();
+    expect(store.load()).toBeNull();
+    const reuse = await postForm(server, '/oauth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken!,
+      client_id: publicClient.client_id,
+    });
+    expect(reuse.body.error).toBe('invalid_grant');
+    await expect(client.graphql(ViewerDocument)).rejects.toMatchObject({
+      code: 'UNAUTHENTICATED',
+      status: 401,
+    });
+  });
+
   it('429 is a typed error with Retry-After, the request id and the code, on GraphQL and /v1', async () => {
     const client = new TidegateClient({ baseUrl: server.url, apiKey: server.key('PROFESSIONAL') });
     let limited: unknown;
