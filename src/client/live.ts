@@ -108,7 +108,10 @@ export class LiveConnection {
       try {
         socket = new this.WebSocketImpl(this.url, 'graphql-transport-ws');
       } catch (e) {
-        reject(new TidegateError('CONNECTION_FAILED', (e as Error).message));
+        // A malformed URL, or a page forbidden to open sockets: no close event will follow.
+        const error = new TidegateError('CONNECTION_FAILED', (e as Error).message);
+        queueMicrotask(() => this.fail(error));
+        reject(error);
         return;
       }
       this.socket = socket;
@@ -132,11 +135,8 @@ export class LiveConnection {
           `The live connection closed (${code}${reason ? ` ${reason}` : ''})`,
           { details: { closeCode: code, reason } },
         );
-        const sinks = [...this.sinks.values()];
-        this.closedWaiter?.(error);
-        this.reset();
         reject(error);
-        for (const sink of sinks) sink.error(error);
+        this.fail(error);
       };
     });
     acknowledged.catch(() => undefined);
@@ -182,6 +182,14 @@ export class LiveConnection {
         if (this.sinks.size === 0) this.close();
         return;
     }
+  }
+
+  /** The connection is gone: every subscription and a waiting renewal get the error. */
+  private fail(error: TidegateError): void {
+    const sinks = [...this.sinks.values()];
+    this.closedWaiter?.(error);
+    this.reset();
+    for (const sink of sinks) sink.error(error);
   }
 
   private send(message: Message): void {
