@@ -4,24 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
-import { chromium, type Browser as Chromium } from 'playwright-core';
+import type { Browser as Chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { CHROMIUM_PATH, describeWithChromium } from '../helpers/env.js';
+import { launchChromium } from '../helpers/chromium.js';
+import { describeWithChromium } from '../helpers/env.js';
 import type { TestServer } from '../helpers/server.js';
 import { PASSWORD } from '../auth/helpers.js';
 import { commitEvents, tierChange } from '../events/helpers.js';
 import { startClientServer } from './helpers.js';
-
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-quic',
-  '--disable-sync',
-];
 
 /**
  * The dashboard page of the test: on `/` it starts sign-in, on `/callback` it finishes it, then
@@ -107,7 +97,7 @@ describeWithChromium('TypeScript client in Chromium, on another origin', () => {
         scope: 'read:vessels read:liquidity',
       }),
     );
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: ARGS });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
