@@ -6,6 +6,7 @@ import { openDatabase, type Database } from './db/orm.js';
 import { AccessPolicy } from './gateway/access.js';
 import { demandControl } from './gateway/demand.js';
 import { noopEvents, type Admission, type AppServices } from './gateway/context.js';
+import { apiCors, registerCors } from './gateway/cors.js';
 import { CredentialResolver } from './gateway/credentials.js';
 import { registerEdge, registerErrorHandlers, registerJsonBodyParser, requestIdOf } from './gateway/edge.js';
 import { registerGraphQL } from './gateway/graphql-http.js';
@@ -108,6 +109,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   registerErrorHandlers(fastify);
   registerEdge(fastify, credentials, audit, clock);
+  const cors = config.corsOrigins.length > 0 ? registerCors(fastify, apiCors(config.corsOrigins)) : undefined;
   await registerPlayground(fastify, services); // wired by h14-playground
 
   let closing = false;
@@ -131,6 +133,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     ),
   );
   for (const module of MODULES) await module.http?.(fastify, services, operations);
+  cors?.answerPreflights();
   const ws = registerGraphQLWs(fastify, operations, services, credentials, audit);
 
   return {

@@ -88,6 +88,8 @@ export interface Config {
   authThrottleWindowMs: number;
   /** How often the access-token deny-list is reloaded (revocations made by other processes or the CLI). */
   authDenyListRefreshMs: number;
+  /** Origins whose pages may call the API (GraphQL, /v1, /api/v1) from a browser; `*` any; empty: CORS off. */
+  corsOrigins: string[];
 }
 
 export class ConfigError extends Error {
@@ -230,9 +232,33 @@ export function loadConfig(env: Env = process.env): Config {
     authClientMaxFailuresPerIp: int('AUTH_CLIENT_MAX_FAILURES_PER_IP', 10 * authClientMaxFailures, 1),
     authThrottleWindowMs: duration('AUTH_THROTTLE_WINDOW', '15m'),
     authDenyListRefreshMs: duration('AUTH_DENYLIST_REFRESH', '5s'),
+    corsOrigins: parseCorsOrigins(env.CORS_ORIGINS, problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** `https://app.example, http://localhost:5173` → exact origins (scheme, host, port: what a browser sends). */
+function parseCorsOrigins(raw: string | undefined, problems: string[]): string[] {
+  const entries = (raw ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    if (entry === '*') continue;
+    let origin: string | undefined;
+    try {
+      origin = new URL(entry).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin !== entry.replace(/\/$/, '') || !/^https?:/.test(entry)) {
+      problems.push(
+        `CORS_ORIGINS: '${entry}' is not an origin (scheme://host[:port], no path), e.g. https://dashboard.example`,
+      );
+    }
+  }
+  return entries.map((entry) => entry.replace(/\/$/, ''));
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import cookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AppServices } from '../gateway/context.js';
+import { PUBLIC_CLIENT_CORS, registerCors } from '../gateway/cors.js';
 import type { DomainModule } from '../gateway/module.js';
 import { AppError } from '../kernel/errors.js';
 import { authorizeDecision, authorizeGet } from './authorize.js';
 import { ConsolePages, SHOWN_ONCE_PATH } from './console.js';
-import { registerCors } from './cors.js';
 import { discoveryDocument, jwks } from './discovery.js';
 import { errorPage } from './html.js';
 import { introspectEndpoint } from './introspect-endpoint.js';
@@ -54,22 +54,23 @@ async function oauthApi(app: FastifyInstance, runtime: AuthRuntime): Promise<voi
       .send(oauth.toJSON());
   });
 
-  registerCors(app);
-  const cors = { config: { cors: true } };
+  const cors = registerCors(app, PUBLIC_CLIENT_CORS);
+  const callable = { config: { cors: true } };
   const issuer = runtime.issuer.issuer;
   const metadata = discoveryDocument(issuer);
-  app.get('/.well-known/openid-configuration', cors, async () => metadata);
-  app.get('/.well-known/oauth-authorization-server', cors, async () => metadata);
-  app.get('/.well-known/jwks.json', cors, async (_request, reply) => {
+  app.get('/.well-known/openid-configuration', callable, async () => metadata);
+  app.get('/.well-known/oauth-authorization-server', callable, async () => metadata);
+  app.get('/.well-known/jwks.json', callable, async (_request, reply) => {
     reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
     return jwks(runtime);
   });
-  app.post('/oauth/token', cors, (request, reply) => tokenEndpoint(runtime, request, reply));
-  app.post('/oauth/revoke', cors, (request, reply) => revokeEndpoint(runtime, request, reply));
+  app.post('/oauth/token', callable, (request, reply) => tokenEndpoint(runtime, request, reply));
+  app.post('/oauth/revoke', callable, (request, reply) => revokeEndpoint(runtime, request, reply));
   // Servers only: no CORS.
   app.post('/oauth/introspect', (request, reply) => introspectEndpoint(runtime, request, reply));
-  app.get('/oauth/userinfo', cors, (request, reply) => userinfoEndpoint(runtime, request, reply));
-  app.post('/oauth/userinfo', cors, (request, reply) => userinfoEndpoint(runtime, request, reply));
+  app.get('/oauth/userinfo', callable, (request, reply) => userinfoEndpoint(runtime, request, reply));
+  app.post('/oauth/userinfo', callable, (request, reply) => userinfoEndpoint(runtime, request, reply));
+  cors.answerPreflights();
 }
 
 /** Browser pages: the authorization step and the console. Errors are pages, never JSON or redirects. */

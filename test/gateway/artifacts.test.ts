@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { GENERATED_FILE, generateTypedDocuments } from '../../codegen.js';
+import {
+  GENERATED_FILE,
+  generateRestRoutes,
+  generateTypedDocuments,
+  REST_ROUTES_FILE,
+} from '../../codegen.js';
 import { AccessPolicy } from '../../src/gateway/access.js';
 import { gatewaySchema, printGatewaySchema } from '../../src/gateway/schema.js';
 
@@ -11,6 +16,10 @@ describe('checked-in artifacts', () => {
 
   it('src/generated/graphql.ts matches schema/operations (run `npm run codegen`)', async () => {
     expect(readFileSync(GENERATED_FILE, 'utf8')).toBe(await generateTypedDocuments());
+  });
+
+  it('src/generated/rest-routes.ts matches the REST route tables (run `npm run codegen`)', async () => {
+    expect(readFileSync(REST_ROUTES_FILE, 'utf8')).toBe(await generateRestRoutes());
   });
 
   it('the SDL declares the access directives and shows them where they apply', () => {
