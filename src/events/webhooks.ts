@@ -1,4 +1,4 @@
-import { optionalText } from '../port-ops/validation.js';
+import { optionalText } from '../kernel/text.js';
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
