@@ -249,14 +249,11 @@ export class ListArgs extends PageArgs {
 
 @ArgsType()
 export class ProtocolArgs extends ListArgs {
-  @Field(() => String, {
-    nullable: true,
-    description: 'treasury, private_credit, real_estate, commodity or infrastructure (any case).',
-  })
-  category?: string | null;
+  @Field(() => ProtocolCategory, { nullable: true })
+  category?: ProtocolCategory | null;
 
-  @Field(() => String, { nullable: true, description: 'L1, L2, L3 or ILLIQUID.' })
-  tier?: string | null;
+  @Field(() => LiquidityTier, { nullable: true })
+  tier?: LiquidityTier | null;
 
   @Field(() => Float, { nullable: true })
   minScore?: number | null;
