@@ -229,7 +229,8 @@ export function bindVariables(route: RestRoute, request: FastifyRequest): Record
     if (spec.from === 'query') raw = query[name];
     else if (spec.from === 'path') raw = params[name];
     else raw = spec.name ? (isObject(body) ? body[spec.name] : undefined) : body;
-    if (raw === undefined || raw === '') {
+    // '' in a query means "not given"; in a JSON body it is a value ("description": "" clears one). // wired by h15-hardening
+    if (raw === undefined || (raw === '' && spec.from !== 'body')) {
       if (spec.required)
         throw badInput(
           name,

@@ -1792,7 +1792,7 @@ export type WebhookEndpointInput = {
 export type WebhookEndpointPatch = {
   url?: InputMaybe<Scalars['String']['input']>;
   eventTypes?: InputMaybe<Array<Scalars['String']['input']>>;
-  /** null clears it. */
+  /** An empty string clears it; null or omitted keeps it. */
   description?: InputMaybe<Scalars['String']['input']>;
   /** false pauses the endpoint (DISABLED; queued deliveries wait); true enables it. */
   active?: InputMaybe<Scalars['Boolean']['input']>;
@@ -1801,8 +1801,10 @@ export type WebhookEndpointPatch = {
 export type WatchlistInputType = {
   /** Protocol slugs to add. */
   add?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** 0 turns the alert off; null or omitted keeps it. */
   scoreChangeThreshold?: InputMaybe<Scalars['Float']['input']>;
   tierShift?: InputMaybe<Scalars['Boolean']['input']>;
+  /** 0 turns the alert off; null or omitted keeps it. */
   aumChangePct?: InputMaybe<Scalars['Float']['input']>;
   complianceEvents?: InputMaybe<Scalars['Boolean']['input']>;
 };

@@ -298,9 +298,11 @@ export class ScoringProfileInput {
 @InputType()
 export class WatchlistInputType {
   @Field(() => [String], { nullable: true, description: 'Protocol slugs to add.' }) add?: string[] | null;
-  @Field(() => Float, { nullable: true }) scoreChangeThreshold?: number | null;
+  @Field(() => Float, { nullable: true, description: '0 turns the alert off; null or omitted keeps it.' })
+  scoreChangeThreshold?: number | null;
   @Field(() => Boolean, { nullable: true }) tierShift?: boolean | null;
-  @Field(() => Float, { nullable: true }) aumChangePct?: number | null;
+  @Field(() => Float, { nullable: true, description: '0 turns the alert off; null or omitted keeps it.' })
+  aumChangePct?: number | null;
   @Field(() => Boolean, { nullable: true }) complianceEvents?: boolean | null;
 }
 
