@@ -67,8 +67,8 @@ const C0 = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).filter((
 
 /** Text an attacker sends: control characters, lone surrogates, huge, prototype keys, SQL. */
 export const hostileString: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom(...C0, '\u007f').map((c) => `a${c}b`),
-  fc.constantFrom('\ud800', '\udfff', 'x\ud83dy', '\ude00z'),
+  { arbitrary: fc.constantFrom(...C0, '\u007f').map((c) => `a${c}b`), weight: 3 },
+  { arbitrary: fc.constantFrom('\ud800', '\udfff', 'x\ud83dy', '\ude00z'), weight: 2 },
   fc.constantFrom('', ' ', '__proto__', 'constructor', "'; drop table port_calls; --", '%00', '\u202e'),
   fc.constantFrom(300, 100_000).map((n) => 'x'.repeat(n)),
   fc.constantFrom(
@@ -124,6 +124,21 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(fc.constantFrom('a', 'quantity', '__proto__'), hostileString, { maxKeys: 2 }),
 );
 
+/**
+ * A record of plausible values with one field made hostile: the other fields pass their checks,
+ * so the hostile value is the one that reaches the service (and the database, if unchecked).
+ */
+export function oneHostile(
+  good: Record<string, unknown>,
+  hostile: Record<string, fc.Arbitrary<unknown>>,
+): fc.Arbitrary<Record<string, unknown>> {
+  const names = Object.keys(hostile);
+  if (names.length === 0) return fc.constant(good);
+  return fc
+    .constantFrom(...names)
+    .chain((name) => hostile[name]!.map((value) => ({ ...good, [name]: value })));
+}
+
 /** A field gets a plausible value (to reach deeper checks) or a hostile one. */
 export function plausibleOr(good: readonly unknown[], hostile: fc.Arbitrary<unknown> = hostileJson) {
   return good.length > 0
@@ -166,8 +181,17 @@ export function plausibleValues(target: FuzzTarget): Record<string, readonly unk
 
 /* ---------- "nothing written" ---------- */
 
-/** Request audit rows are written for every call by design; every other table must not move on a refusal. */
-const WRITTEN_ANYWAY = new Set(['audit_records', 'mikro_orm_migrations']);
+/**
+ * Written whatever the request: the request audit (every call) and the outbox's deliveries of
+ * events that earlier, accepted requests emitted (in the background). Every other table must not
+ * move on a refusal.
+ */
+const WRITTEN_ANYWAY = new Set([
+  'audit_records',
+  'mikro_orm_migrations',
+  'webhook_deliveries',
+  'webhook_delivery_attempts',
+]);
 
 export async function rowCounts(server: TestServer): Promise<Record<string, number>> {
   const connection = server.database.db.em().getConnection();
@@ -184,6 +208,13 @@ export async function rowCounts(server: TestServer): Promise<Record<string, numb
     tables.map((t) => `select '${t}' as t, count(*) as n from "${t}"`).join(' union all '),
   )) as Array<{ t: string; n: number | string }>;
   return Object.fromEntries(rows.map((r) => [r.t, Number(r.n)]));
+}
+
+/** The tables whose row count differs, for a readable failure. */
+export function changedTables(before: Record<string, number>, after: Record<string, number>): string[] {
+  return Object.keys({ ...before, ...after })
+    .filter((t) => before[t] !== after[t])
+    .map((t) => `${t} ${before[t]}→${after[t]}`);
 }
 
 /** Every key and nested key of a value: a 400 must name one of them (or the parameter holding them). */

@@ -8,7 +8,7 @@ import {
   getNamedType,
   type GraphQLInputType,
 } from 'graphql';
-import { hostileJson, hostileNumber, hostileString, nested, plausibleOr } from './harness.js';
+import { hostileJson, hostileNumber, hostileString, nested, oneHostile, plausibleOr } from './harness.js';
 
 /**
  * Values for a GraphQL input type, mostly of the right shape with hostile leaves and now and then
@@ -36,11 +36,17 @@ export function inputArbitrary(
   if (isInputObjectType(type)) {
     if (depth > 3) return wrong;
     const fields = Object.values(type.getFields());
-    const record = fc.record(
-      Object.fromEntries(fields.map((f) => [f.name, inputArbitrary(f.type, plausible, f.name, depth + 1)])),
-      { requiredKeys: [] },
+    const hostile = Object.fromEntries(
+      fields.map((f) => [f.name, inputArbitrary(f.type, plausible, f.name, depth + 1)]),
     );
-    return fc.oneof({ arbitrary: record, weight: 5 }, { arbitrary: wrong, weight: 1 });
+    return fc.oneof(
+      {
+        arbitrary: oneHostile(goodValue(type, plausible, name, depth) as Record<string, unknown>, hostile),
+        weight: 6,
+      },
+      { arbitrary: fc.record(hostile, { requiredKeys: [] }), weight: 2 },
+      { arbitrary: wrong, weight: 1 },
+    );
   }
   if (isEnumType(type)) {
     return fc.oneof(fc.constantFrom(...type.getValues().map((v) => v.name)), hostileString, wrong);
@@ -73,4 +79,41 @@ export function inputFieldNames(type: GraphQLInputType | undefined, into = new S
     inputFieldNames(field.type, into);
   }
   return into;
+}
+
+const SOON = new Date(Date.now() + 7 * 86_400_000).toISOString();
+
+/** A value that passes the checks of a field of this type, as far as its name tells: the base a hostile field is set into. */
+export function goodValue(
+  type: GraphQLInputType,
+  plausible: Record<string, readonly unknown[]>,
+  name = '',
+  depth = 0,
+): unknown {
+  if (isNonNullType(type)) return goodValue(type.ofType, plausible, name, depth);
+  const known = plausible[name];
+  if (known && known.length > 0) return known[0];
+  if (isListType(type)) return [goodValue(type.ofType, plausible, name, depth + 1)];
+  if (isInputObjectType(type)) {
+    if (depth > 3) return {};
+    return Object.fromEntries(
+      Object.values(type.getFields())
+        .filter((f) => isNonNullType(f.type))
+        .map((f) => [f.name, goodValue(f.type, plausible, f.name, depth + 1)]),
+    );
+  }
+  if (isEnumType(type)) return type.getValues()[0]!.name;
+  switch (type.name) {
+    case 'Int':
+    case 'Float':
+      return 1;
+    case 'Boolean':
+      return true;
+    case 'DateTimeISO':
+      return SOON;
+    case 'JSONObject':
+      return {};
+    default:
+      return `Fuzz ${name}`;
+  }
 }
