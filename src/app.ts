@@ -8,7 +8,13 @@ import { demandControl } from './gateway/demand.js';
 import { noopEvents, type Admission, type AppServices } from './gateway/context.js';
 import { apiCors, registerCors } from './gateway/cors.js';
 import { CredentialResolver } from './gateway/credentials.js';
-import { registerEdge, registerErrorHandlers, registerJsonBodyParser, requestIdOf } from './gateway/edge.js';
+import {
+  frameworkRefusal,
+  registerEdge,
+  registerErrorHandlers,
+  registerJsonBodyParser,
+  requestIdOf,
+} from './gateway/edge.js';
 import { registerGraphQL } from './gateway/graphql-http.js';
 import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
 import { Operations } from './gateway/operation.js';
@@ -67,6 +73,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     bodyLimit: 1024 * 1024,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    frameworkErrors: frameworkRefusal, // wired by h15-hardening
   });
   await fastify.register(formbody);
   registerJsonBodyParser(fastify);

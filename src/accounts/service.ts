@@ -4,6 +4,7 @@ import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, hashPassword, newSecret, sha256Hex, verifyPassword } from '../kernel/crypto.js';
 import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
 import { isUuid } from '../kernel/ids.js';
+import { checkText } from '../kernel/text.js';
 import { parsePlan, type Plan } from '../kernel/plans.js';
 import { DEFAULT_KEY_SCOPES, parseScopes } from '../kernel/scopes.js';
 import { Account, ApiKey, User } from './entities.js';
@@ -19,8 +20,7 @@ export interface KeyPolicy {
 function requireText(field: string, value: string | undefined, max: number): string {
   const text = value?.trim() ?? '';
   if (!text) throw badInput(field, 'is required');
-  if (text.length > max) throw badInput(field, `must be at most ${max} characters`);
-  return text;
+  return checkText(text, field, { max });
 }
 
 export async function createAccount(

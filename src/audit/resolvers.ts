@@ -3,6 +3,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Connection, PageArgs, toConnection, toPage } from '../gateway/connection.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { RequiresScopes } from '../gateway/directives.js';
+import { checkDate } from '../kernel/dates.js';
 import { isUuid } from '../kernel/ids.js';
 import { badInput } from '../kernel/errors.js';
 import { AuditRecord } from './entities.js';
@@ -70,8 +71,8 @@ export function auditFilter(args: {
   if (args.since && args.until && args.since >= args.until) throw badInput('since', 'must be before until');
   if (args.accountId && !isUuid(args.accountId)) throw badInput('accountId', 'must be a UUID');
   const at: Record<string, Date> = {};
-  if (args.since) at.$gte = args.since;
-  if (args.until) at.$lt = args.until;
+  if (args.since) at.$gte = checkDate(args.since, 'since');
+  if (args.until) at.$lt = checkDate(args.until, 'until');
   return {
     ...(args.accountId ? { accountId: args.accountId } : {}),
     ...(Object.keys(at).length ? { at } : {}),

@@ -70,7 +70,10 @@ export class WebhookEndpointPatch {
   @Field(() => [String], { nullable: true })
   eventTypes?: string[] | null;
 
-  @Field(() => String, { nullable: true, description: 'null clears it.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'An empty string clears it; null or omitted keeps it.',
+  })
   description?: string | null;
 
   @Field(() => Boolean, {

@@ -113,8 +113,8 @@ export const eventsRestRoutes: RestRoute[] = [
       update: {
         url: { from: 'body', name: 'url', type: 'string' },
         eventTypes: { from: 'body', name: 'event_types', type: 'stringList' },
-        // json, not string: an explicit null clears the description.
-        description: { from: 'body', name: 'description', type: 'json' },
+        // "" clears the description; null or absent keeps it.
+        description: { from: 'body', name: 'description', type: 'string' },
         active: { from: 'body', name: 'active', type: 'boolean' },
       },
     },

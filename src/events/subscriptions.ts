@@ -1,4 +1,5 @@
 import { Arg, Field, Float, ID, ObjectType, Resolver, Root, Subscription } from 'type-graphql';
+import { PortCallStatus, ServiceOrderStatus } from '../port-ops/entities.js';
 import { JSONObjectResolver } from 'graphql-scalars';
 import type { DomainEvent, GatewayContext } from '../gateway/context.js';
 import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
@@ -420,8 +421,8 @@ export class LiveEventsResolver {
   @RequiresScopes('read:port_calls')
   portCallUpdated(
     @Root() event: DomainEvent<Payload>,
-    @Arg('status', () => String, { nullable: true, description: 'Only changes into this status.' })
-    _status?: string | null,
+    @Arg('status', () => PortCallStatus, { nullable: true, description: 'Only changes into this status.' })
+    _status?: PortCallStatus | null,
     @Arg('portCallId', () => ID, { nullable: true }) _portCallId?: string | null,
   ): PortCallUpdate {
     return portCallOf(event);
@@ -446,7 +447,7 @@ export class LiveEventsResolver {
   @RequiresScopes('read:service_orders')
   serviceOrderUpdated(
     @Root() event: DomainEvent<Payload>,
-    @Arg('status', () => String, { nullable: true }) _status?: string | null,
+    @Arg('status', () => ServiceOrderStatus, { nullable: true }) _status?: ServiceOrderStatus | null,
     @Arg('serviceOrderId', () => ID, { nullable: true }) _serviceOrderId?: string | null,
     @Arg('portCallId', () => ID, { nullable: true }) _portCallId?: string | null,
   ): ServiceOrderUpdate {

@@ -1,4 +1,4 @@
-import { optionalText } from '../port-ops/validation.js';
+import { optionalText } from '../kernel/text.js';
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
@@ -169,7 +169,7 @@ export async function updateEndpoint(
   env: WebhookEnv,
 ): Promise<WebhookEndpoint> {
   const given = (['url', 'eventTypes', 'description', 'active'] as const).filter(
-    (k) => patch[k] !== undefined && (patch[k] !== null || k === 'description'),
+    (k) => patch[k] !== undefined && patch[k] !== null,
   );
   if (given.length === 0)
     throw badInput('patch', 'name at least one of url, eventTypes, description, active');
@@ -177,7 +177,10 @@ export async function updateEndpoint(
   const eventTypes = patch.eventTypes ? parseEventTypes(domain, patch.eventTypes) : undefined;
   if (eventTypes) requireReadScopes(principal, eventTypes);
   const description =
-    patch.description !== undefined ? optionalText(patch.description, 'description', 200) : undefined;
+    // '' clears; null keeps, like absent: compiled operations turn an unset variable inside an input object into null.
+    patch.description !== undefined && patch.description !== null
+      ? optionalText(patch.description, 'description', 200)
+      : undefined;
   const target = patch.url
     ? await vetWebhookUrl(requireUrl(patch.url), env.config.webhookAllowPrivate)
     : undefined;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import './fastify-types.js';
-import { AppError, ERROR_CODES, unauthenticated, withHeaders } from '../kernel/errors.js';
+import { AppError, ERROR_CODES, badInput, unauthenticated, withHeaders } from '../kernel/errors.js';
 import type { AuditWriter } from '../audit/writer.js';
 import type { Clock } from '../kernel/clock.js';
 import { isPromise } from '../kernel/maybe-async.js';
@@ -114,7 +114,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   if (error.code === 'UNAUTHENTICATED' && !error.headers['WWW-Authenticate']) {
     reply.header('WWW-Authenticate', 'Bearer realm="tidegate"');
   }
-  if (request.routeOptions.config.graphql) {
+  // Optional: refusals before routing (frameworkRefusal) have no route options yet.
+  if (request.routeOptions?.config?.graphql) {
     // The one GraphQL error shape, as the pipeline formats it (an unexpected error is already logged).
     const errors = formatErrors([toGraphQLError(error)], () => undefined);
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ errors }) + '\n');
@@ -124,6 +125,21 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   return reply.type('application/json; charset=utf-8').send({
     error: { code: restCode, message: error.message, requestId: request.id, ...details },
   });
+}
+
+/**
+ * Fastify's own refusals before a route is found (Fastify's `frameworkErrors` option), in the
+ * service's error shape rather than Fastify's, naming the path (bad percent-encoding, a segment
+ * over Fastify's 100-character limit).
+ */
+export function frameworkRefusal(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const appError =
+    error.code === 'FST_ERR_BAD_URL'
+      ? badInput('path', 'is not valid percent-encoded UTF-8', { rule: 'URL_ENCODING' })
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? badInput('path', 'has a segment longer than 100 characters', { rule: 'PATH_SEGMENT_TOO_LONG' })
+        : toAppError(error);
+  sendError(request, reply, appError);
 }
 
 export function registerErrorHandlers(app: FastifyInstance): void {
@@ -141,16 +157,30 @@ export function registerErrorHandlers(app: FastifyInstance): void {
   );
 }
 
+/** Deepest nesting of arrays and objects a JSON body may have; the deepest real request is about 8. */
+export const JSON_BODY_MAX_DEPTH = 32;
+
 /**
- * JSON bodies as Fastify parses them (empty → 400, invalid → 400, `__proto__`/`constructor` keys
- * refused) without secure-json-parse's two regular-expression scans of every body: a body can only
- * hold such a key if it contains one of those words literally or a \u escape, and almost none do.
+ * JSON bodies as Fastify parses them (invalid → 400, `__proto__`/`constructor` keys refused)
+ * without secure-json-parse's two regular-expression scans of every body: a body can only hold
+ * such a key if it contains one of those words literally or a \u escape, and almost none do.
+ * An empty body is no body: the port-operations document has clients send
+ * `Content-Type: application/json` on every request, bodiless DELETEs and transitions included;
+ * a route that needs a body says so naming `body`. Nesting deeper than `JSON_BODY_MAX_DEPTH` is
+ * refused before parsing, so no later walk over the value can exhaust the stack.
  */
 export function registerJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
-    if (text.length === 0) return done(new AppError('BAD_USER_INPUT', 'The JSON body is empty'));
+    if (text.trim().length === 0) return done(null, undefined);
+    if (nestingExceeds(text, JSON_BODY_MAX_DEPTH)) {
+      return done(
+        badInput('body', `nests arrays or objects deeper than ${JSON_BODY_MAX_DEPTH} levels`, {
+          rule: 'JSON_TOO_DEEP',
+        }),
+      );
+    }
     const suspicious = text.includes('__proto__') || text.includes('constructor') || text.includes('\\u');
     try {
       done(
@@ -160,7 +190,34 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
           : JSON.parse(text),
       );
     } catch (e) {
-      done(new AppError('BAD_USER_INPUT', `The body is not valid JSON: ${(e as Error).message}`));
+      const message = (e as Error).message;
+      done(
+        /forbidden (prototype|constructor) property/.test(message)
+          ? badInput('body', 'must not hold a "__proto__" or "constructor.prototype" key', {
+              rule: 'PROTOTYPE_KEY',
+            })
+          : new AppError('BAD_USER_INPUT', `The body is not valid JSON: ${message}`),
+      );
     }
   });
+}
+
+/** True when `[`/`{` nest deeper than `max` outside strings; one pass, no parse. */
+export function nestingExceeds(text: string, max: number): boolean {
+  // Nesting deeper than `max` takes more than 2 × max characters: short bodies skip the scan.
+  if (text.length <= max * 2) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }

@@ -2,6 +2,8 @@
  * A REST shim is data: method + path + a named operation from schema/operations/rest/ +
  * how path/query/body map to variables + which field of the result is the body.
  */
+import type { RestShape } from './rest-shape.js';
+
 export type ParamType = 'string' | 'int' | 'float' | 'boolean' | 'json' | 'stringList';
 
 export interface ParamSpec {
@@ -11,6 +13,11 @@ export interface ParamSpec {
   type: ParamType;
   required?: boolean;
   default?: unknown;
+  /**
+   * The variable is a GraphQL enum: the value is read in any case, dashes and spaces as
+   * underscores (`?category=private-credit` is PRIVATE_CREDIT), as the documents spell them.
+   */
+  enum?: boolean;
   /** Inclusive bounds for numbers, checked here so the 400 names the HTTP parameter. */
   min?: number;
   max?: number;
@@ -29,4 +36,6 @@ export interface RestRoute {
   status?: 200 | 201 | 202 | 204;
   /** When the result is null: 404 naming this resource and the parameter that identified it. */
   notFound?: { resource: string; param: string };
+  /** What aliases cannot express: numbers, lower-case values, snake_case inside JSON (rest-shape.ts). */
+  shape?: RestShape;
 }

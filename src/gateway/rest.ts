@@ -17,6 +17,7 @@ import type { Principal } from '../kernel/principal.js';
 import type { OperationMeta } from './context.js';
 import type { Operations, PreparedOperation } from './operation.js';
 import type { ParamSpec, RestRoute } from './rest-routes.js';
+import { shapeBody } from './rest-shape.js';
 
 export const REST_OPERATIONS_DIR = join(import.meta.dirname, '..', '..', 'schema', 'operations', 'rest');
 
@@ -133,7 +134,7 @@ function runRoute(
     reply.headers(a.headers);
     const first = a.body.errors?.[0];
     if (first) throw restError(first, p.route);
-    const body = pathGet(a.body.data, p.resultPath);
+    const body = shapeBody(pathGet(a.body.data, p.resultPath), p.route.shape); // wired by h15-hardening
     if ((body === null || body === undefined) && p.route.notFound) {
       const { resource, param } = p.route.notFound;
       throw notFound(resource, String(variables[param] ?? ''));
@@ -228,7 +229,8 @@ export function bindVariables(route: RestRoute, request: FastifyRequest): Record
     if (spec.from === 'query') raw = query[name];
     else if (spec.from === 'path') raw = params[name];
     else raw = spec.name ? (isObject(body) ? body[spec.name] : undefined) : body;
-    if (raw === undefined || raw === '') {
+    // '' in a query means "not given"; in a JSON body it is a value ("description": "" clears one). // wired by h15-hardening
+    if (raw === undefined || (raw === '' && spec.from !== 'body')) {
       if (spec.required)
         throw badInput(
           name,
@@ -258,7 +260,7 @@ function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
   switch (spec.type) {
     case 'string':
       if (typeof raw !== 'string') throw badInput(name, 'must be a string');
-      return raw;
+      return spec.enum ? raw.trim().toUpperCase().replace(/[-\s]/g, '_') : raw; // wired by h15-hardening
     case 'int':
     case 'float': {
       const value =
@@ -279,6 +281,9 @@ function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
       if (raw === false || raw === 'false' || raw === '0') return false;
       throw badInput(name, `must be true or false (got '${String(raw)}')`);
     case 'stringList': {
+      // A list of strings, not of lists or objects: `[["a"]]` is refused, not flattened. // wired by h15-hardening
+      if (Array.isArray(raw) && raw.some((v) => typeof v !== 'string'))
+        throw badInput(name, 'must be a list of strings (got a nested list, object, number or null)');
       const items = (Array.isArray(raw) ? raw : [raw])
         .flatMap((v) => String(v).split(','))
         .map((s) => s.trim())

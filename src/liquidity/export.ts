@@ -6,6 +6,8 @@ import type { Operations } from '../gateway/operation.js';
 import { authorizeField, repeatedParameter } from '../gateway/rest.js';
 import { todayOf } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
+import { shapeBody } from '../gateway/rest-shape.js';
+import { LIQUIDITY_SHAPE } from './rest.js';
 import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';
 
 /**
@@ -66,8 +68,12 @@ export const EXPORT_COLUMNS: Array<[string, (v: ScoreView) => Cell | object]> = 
   ['profile_id', (v) => v.profileId],
 ];
 
+/** One protocol as both formats write it, shaped like every liquidity REST body (numbers, lower-case category, snake_case inside). */
 export function exportRow(v: ScoreView): Record<string, unknown> {
-  return Object.fromEntries(EXPORT_COLUMNS.map(([name, get]) => [name, get(v)]));
+  return shapeBody(
+    Object.fromEntries(EXPORT_COLUMNS.map(([name, get]) => [name, get(v)])),
+    LIQUIDITY_SHAPE,
+  ) as Record<string, unknown>;
 }
 
 /** RFC 4180: quote fields holding a comma, quote, CR or LF; double embedded quotes. */

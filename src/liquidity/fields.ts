@@ -1,5 +1,12 @@
 import { AppError, badInput } from '../kernel/errors.js';
 
+/** A protocol slug: lower-case letters and digits in hyphen-separated runs (`harbor-treasury`). */
+export const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+export function isSlug(value: string): boolean {
+  return value.length <= 80 && SLUG.test(value);
+}
+
 /**
  * Names of input fields in errors. The same service serves GraphQL (camelCase) and the REST
  * shims (snake_case aliases of the same variables), and knows nothing of which door a call came

@@ -5,6 +5,7 @@ import type { Principal } from '../kernel/principal.js';
 import type { Page } from '../gateway/connection.js';
 import { ScoringProfile, ScoringProfileChange } from './entities.js';
 import { isUuid } from '../kernel/ids.js';
+import { checkText } from '../kernel/text.js';
 import { badField } from './fields.js';
 import {
   COMPONENTS,
@@ -69,7 +70,7 @@ export function validateCaps(
 function validateName(name: string | null | undefined): string {
   const value = (name ?? '').trim();
   if (value.length < 1 || value.length > 100) throw badInput('name', 'must be 1–100 characters');
-  return value;
+  return checkText(value, 'name');
 }
 
 function stateOf(p: ScoringProfile): Record<string, unknown> {

@@ -1,7 +1,9 @@
 import { conflictOnUnique } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import { isDate, todayOf, type Clock } from '../kernel/clock.js';
+import { dayInRange } from '../kernel/dates.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
+import { textProblem } from '../kernel/text.js';
 import {
   GovernanceMaturity,
   Protocol,
@@ -12,7 +14,7 @@ import {
   type RegulatoryFiling,
   type YieldSource,
 } from './entities.js';
-import { snakeCase } from './fields.js';
+import { SLUG, snakeCase } from './fields.js';
 import { FieldReader, readRecords, type FileFormat } from './records.js';
 
 /**
@@ -85,8 +87,6 @@ const REQUIRED_ON_CREATE: ReadonlyArray<ProfileField> = [
   'sanctionsScreening',
 ];
 
-const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
-
 /**
  * Reads and validates the fields present in one record. `creating` requires the fields a new
  * protocol needs; an update takes any subset (an explicit null clears `auditor` or `website`).
@@ -116,7 +116,7 @@ function readProtocol(f: FieldReader, creating: boolean, today: string): Protoco
   put('name', f.text('name', { max: 200 }));
   put('category', f.choice('category', Object.values(ProtocolCategory)));
   put('active', f.boolean('active'));
-  put('description', f.text('description', { max: 1000 }));
+  put('description', f.text('description', { max: 1000, multiline: true }));
   put(
     'tokenSymbol',
     pattern('tokenSymbol', /^[A-Z0-9.]{1,16}$/, 'must be 1–16 letters, digits or dots', (v) =>
@@ -212,6 +212,8 @@ function yieldAttributionOf(f: FieldReader): YieldSource[] | null {
     const share = o?.sharePct ?? o?.share_pct;
     if (!source || source.length > 100)
       f.fail('yieldAttribution', `item ${i + 1}: source must be 1–100 characters`);
+    const problem = textProblem(source);
+    if (problem) f.fail('yieldAttribution', `item ${i + 1}: source ${problem.message}`);
     if (typeof share !== 'number' || !Number.isFinite(share) || share < 0 || share > 100)
       f.fail('yieldAttribution', `item ${i + 1}: sharePct must be a number between 0 and 100`);
     return { source, sharePct: share };
@@ -231,11 +233,13 @@ function filingsOf(f: FieldReader, today: string): RegulatoryFiling[] | null {
       const v = typeof o[key] === 'string' ? (o[key] as string).trim() : '';
       if (!v || v.length > max)
         f.fail('regulatoryFilings', `item ${i + 1}: ${key} must be 1–${max} characters`);
+      const problem = textProblem(v);
+      if (problem) f.fail('regulatoryFilings', `item ${i + 1}: ${key} ${problem.message}`);
       return v;
     };
     const filedOn = o.filedOn ?? o.filed_on;
-    if (typeof filedOn !== 'string' || !isDate(filedOn))
-      f.fail('regulatoryFilings', `item ${i + 1}: filedOn must be a date YYYY-MM-DD`);
+    if (typeof filedOn !== 'string' || !isDate(filedOn) || !dayInRange(filedOn))
+      f.fail('regulatoryFilings', `item ${i + 1}: filedOn must be a date YYYY-MM-DD from 1900 to 2199`);
     if (filedOn > today)
       f.fail('regulatoryFilings', `item ${i + 1}: filedOn must not be after today (${today})`);
     return { regulator: text('regulator', 40), reference: text('reference', 100), filedOn };

@@ -1,6 +1,8 @@
 import { parse as parseCsv } from 'csv-parse/sync';
 import { isDate } from '../kernel/clock.js';
+import { RANGE_TEXT, dayInRange } from '../kernel/dates.js';
 import { badInput } from '../kernel/errors.js';
+import { textProblem } from '../kernel/text.js';
 
 /**
  * Reading operator files (daily metrics, protocol profiles): CSV with a header row or a JSON
@@ -28,6 +30,8 @@ export function failAt(at: Locator, field: string, message: string): never {
 const line = (n: number): Locator => ({ label: `line ${n}`, details: { line: n } });
 
 /** Plain decimal notation only (optional sign, fraction, exponent): no hex, octal, binary, Infinity or blanks. */
+/** Longest text of a field that names no limit of its own (numbers and dates read as text too). */
+const FIELD_MAX = 10_000;
 const DECIMAL = /^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
 /** The 1-based line of the first non-blank character at or after a byte offset of the file. */
@@ -142,7 +146,7 @@ export class FieldReader {
   }
 
   /** Trimmed text; null when absent or empty. */
-  text(field: string, opts: { required?: boolean; max?: number } = {}): string | null {
+  text(field: string, opts: { required?: boolean; max?: number; multiline?: boolean } = {}): string | null {
     const v = this.record[field];
     if (v === undefined || v === null || v === '' || (typeof v === 'string' && v.trim() === '')) {
       if (opts.required) this.fail(field, 'is required');
@@ -150,8 +154,8 @@ export class FieldReader {
     }
     if (typeof v !== 'string' && typeof v !== 'number') this.fail(field, 'must be a string or number');
     const value = String(v).trim();
-    if (opts.max !== undefined && value.length > opts.max)
-      this.fail(field, `must be at most ${opts.max} characters (got ${value.length})`);
+    const problem = textProblem(value, { max: opts.max ?? FIELD_MAX, multiline: opts.multiline });
+    if (problem) this.fail(field, problem.message);
     return value;
   }
 
@@ -178,6 +182,7 @@ export class FieldReader {
     const raw = this.text(field, opts);
     if (raw === null) return null;
     if (!isDate(raw)) this.fail(field, `must be a date YYYY-MM-DD (got '${raw}')`);
+    if (!dayInRange(raw)) this.fail(field, `must lie ${RANGE_TEXT} (got ${raw})`);
     if (opts.notAfter && raw > opts.notAfter.date)
       this.fail(field, `must not be after ${opts.notAfter.why} (got ${raw})`);
     return raw;

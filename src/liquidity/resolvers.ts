@@ -5,7 +5,13 @@ import { toConnection, toPage, type Page } from '../gateway/connection.js';
 import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
 import { badInput } from '../kernel/errors.js';
 import { Plan } from '../kernel/plans.js';
-import { LiquidityTier, Protocol, type ScoringProfile, type Watchlist } from './entities.js';
+import {
+  LiquidityTier,
+  Protocol,
+  ProtocolCategory,
+  type ScoringProfile,
+  type Watchlist,
+} from './entities.js';
 import { ingestMetrics } from './ingest.js';
 import {
   actorOf,
@@ -219,7 +225,7 @@ export class LiquidityResolver {
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async market(
-    @Arg('category', () => String, { nullable: true }) category: string | null,
+    @Arg('category', () => ProtocolCategory, { nullable: true }) category: ProtocolCategory | null,
     @Ctx() ctx: GatewayContext,
   ) {
     const m = await liquidity.market(ctx.em, category);

@@ -1,4 +1,5 @@
 import type { ParamSpec, RestRoute } from '../gateway/rest-routes.js';
+import type { RestShape } from '../gateway/rest-shape.js';
 import { BACKTEST_MAX, BACKTEST_MIN } from './service.js';
 
 /**
@@ -6,6 +7,16 @@ import { BACKTEST_MAX, BACKTEST_MIN } from './service.js';
  * schema/operations/rest/liquidity.graphql. Lists are JSON arrays (no envelope); paging is
  * limit (1–100, default 20) and offset. GET /v1/export is hand-written (streaming) in export.ts.
  */
+/**
+ * As the document's sample shows them: money as JSON numbers (GraphQL keeps decimal strings),
+ * `category` lower-case, snake_case keys at every level.
+ */
+export const LIQUIDITY_SHAPE: RestShape = {
+  numbers: ['aum_usd', 'total_aum_usd', 'minimum_investment_usd'],
+  lowerCase: ['category'],
+  snakeCaseKeys: true,
+};
+
 const paging: Record<string, ParamSpec> = {
   limit: { from: 'query', type: 'int', default: 20, min: 1, max: 100 },
   offset: { from: 'query', type: 'int', default: 0, min: 0 },
@@ -18,15 +29,15 @@ const profileBody: Record<string, ParamSpec> = {
   penaltyCaps: { from: 'body', name: 'penalty_caps', type: 'json' },
 };
 
-export const liquidityRestRoutes: RestRoute[] = [
+const routes: RestRoute[] = [
   {
     method: 'GET',
     path: '/v1/protocols',
     operation: 'RestProtocols',
     variables: {
       ...paging,
-      category: { from: 'query', type: 'string' },
-      tier: { from: 'query', type: 'string' },
+      category: { from: 'query', type: 'string', enum: true },
+      tier: { from: 'query', type: 'string', enum: true },
       minScore: { from: 'query', name: 'min_score', type: 'float', min: 0, max: 100 },
       minAum: { from: 'query', name: 'min_aum', type: 'float', min: 0 },
     },
@@ -76,7 +87,7 @@ export const liquidityRestRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/market',
     operation: 'RestMarket',
-    variables: { category: { from: 'query', type: 'string' } },
+    variables: { category: { from: 'query', type: 'string', enum: true } },
     result: 'market',
   },
   { method: 'GET', path: '/v1/watchlist', operation: 'RestWatchlist', result: 'watchlist' },
@@ -139,3 +150,5 @@ export const liquidityRestRoutes: RestRoute[] = [
     status: 204,
   },
 ];
+
+export const liquidityRestRoutes: RestRoute[] = routes.map((route) => ({ ...route, shape: LIQUIDITY_SHAPE }));

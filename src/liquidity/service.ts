@@ -16,7 +16,7 @@ import {
   SupersededAudit,
 } from './entities.js';
 import { isUuid } from '../kernel/ids.js';
-import { badField } from './fields.js';
+import { badField, isSlug } from './fields.js';
 import {
   DEFAULT_CAPS,
   DEFAULT_WEIGHTS,
@@ -149,7 +149,9 @@ export async function listProtocols(
 }
 
 export async function protocolBySlug(em: EntityManager, slug: string): Promise<Protocol | null> {
-  return em.findOne(Protocol, { slug: slug.trim().toLowerCase() });
+  const value = slug.trim().toLowerCase();
+  // Nothing that is not slug-shaped can be one: no query (PostgreSQL refuses a NUL in a parameter).
+  return isSlug(value) ? em.findOne(Protocol, { slug: value }) : null;
 }
 
 async function requireProtocol(em: EntityManager, slug: string): Promise<Protocol> {

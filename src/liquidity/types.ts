@@ -249,14 +249,11 @@ export class ListArgs extends PageArgs {
 
 @ArgsType()
 export class ProtocolArgs extends ListArgs {
-  @Field(() => String, {
-    nullable: true,
-    description: 'treasury, private_credit, real_estate, commodity or infrastructure (any case).',
-  })
-  category?: string | null;
+  @Field(() => ProtocolCategory, { nullable: true })
+  category?: ProtocolCategory | null;
 
-  @Field(() => String, { nullable: true, description: 'L1, L2, L3 or ILLIQUID.' })
-  tier?: string | null;
+  @Field(() => LiquidityTier, { nullable: true })
+  tier?: LiquidityTier | null;
 
   @Field(() => Float, { nullable: true })
   minScore?: number | null;
@@ -301,9 +298,11 @@ export class ScoringProfileInput {
 @InputType()
 export class WatchlistInputType {
   @Field(() => [String], { nullable: true, description: 'Protocol slugs to add.' }) add?: string[] | null;
-  @Field(() => Float, { nullable: true }) scoreChangeThreshold?: number | null;
+  @Field(() => Float, { nullable: true, description: '0 turns the alert off; null or omitted keeps it.' })
+  scoreChangeThreshold?: number | null;
   @Field(() => Boolean, { nullable: true }) tierShift?: boolean | null;
-  @Field(() => Float, { nullable: true }) aumChangePct?: number | null;
+  @Field(() => Float, { nullable: true, description: '0 turns the alert off; null or omitted keeps it.' })
+  aumChangePct?: number | null;
   @Field(() => Boolean, { nullable: true }) complianceEvents?: boolean | null;
 }
 

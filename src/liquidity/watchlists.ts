@@ -45,9 +45,14 @@ export async function getWatchlist(
   return { watchlist: stored, persisted: true, protocols };
 }
 
+/**
+ * A threshold to store: undefined keeps the current one, 0 turns the alert off (stored as null).
+ * null also keeps it: compiled operations hand an unset variable inside an input object to the
+ * resolver as null, so null cannot mean "off" without a partial update switching alerts off.
+ */
 function threshold(field: string, value: number | null | undefined, max: number): number | null | undefined {
-  if (value === undefined) return undefined;
-  if (value === null || value === 0) return null;
+  if (value === undefined || value === null) return undefined;
+  if (value === 0) return null;
   if (!Number.isFinite(value) || value < 0 || value > max)
     throw badField(field, `must be between 0 and ${max} (0 or null turns the alert off; got ${value})`);
   return value;

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { DAY, type Clock } from '../kernel/clock.js';
+import { checkDate } from '../kernel/dates.js';
 import { badInput } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { tenant } from './common.js';
@@ -43,8 +44,8 @@ const MAX_WINDOW_MS = 3 * 366 * DAY;
 export const ON_TIME_GRACE_MS = 2 * 3_600_000;
 
 export function windowOf(clock: Clock, from?: Date | null, to?: Date | null): Window {
-  const end = to ?? clock.now();
-  const start = from ?? new Date(end.getTime() - 365 * DAY);
+  const end = to ? checkDate(to, 'to') : clock.now();
+  const start = from ? checkDate(from, 'from') : new Date(end.getTime() - 365 * DAY);
   if (start >= end) throw badInput('from', 'must be before to');
   if (end.getTime() - start.getTime() > MAX_WINDOW_MS)
     throw badInput('from', 'the window may span at most 3 years');

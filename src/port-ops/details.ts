@@ -1,4 +1,5 @@
 import { badInput } from '../kernel/errors.js';
+import { checkText, describeValue } from '../kernel/text.js';
 import { FuelType, ServiceType } from './entities.js';
 
 /**
@@ -11,7 +12,7 @@ const positiveNumber =
   (max: number): Check =>
   (value, field) => {
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
-      throw badInput(field, `must be a number greater than 0 (got ${JSON.stringify(value)})`);
+      throw badInput(field, `must be a number greater than 0 (got ${describeValue(value)})`);
     if (value > max) throw badInput(field, `must be at most ${max} (got ${value})`);
     return value;
   };
@@ -20,7 +21,7 @@ const intBetween =
   (min: number, max: number): Check =>
   (value, field) => {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      throw badInput(field, `must be an integer from ${min} to ${max} (got ${JSON.stringify(value)})`);
+      throw badInput(field, `must be an integer from ${min} to ${max} (got ${describeValue(value)})`);
     }
     return value;
   };
@@ -29,7 +30,7 @@ const oneOf =
   (values: readonly string[]): Check =>
   (value, field) => {
     if (typeof value !== 'string' || !values.includes(value))
-      throw badInput(field, `must be one of ${values.join(', ')} (got ${JSON.stringify(value)})`);
+      throw badInput(field, `must be one of ${values.join(', ')} (got ${describeValue(value)})`);
     return value;
   };
 
@@ -37,8 +38,7 @@ const text =
   (max: number): Check =>
   (value, field) => {
     if (typeof value !== 'string' || !value.trim()) throw badInput(field, 'must be a non-empty string');
-    if (value.length > max) throw badInput(field, `must be at most ${max} characters`);
-    return value.trim();
+    return checkText(value.trim(), field, { max, multiline: true });
   };
 
 interface FieldSpec {

@@ -10,7 +10,7 @@ import type { Page } from '../gateway/connection.js';
 import type { AppServices } from '../gateway/context.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
 import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
-import { isUuid } from '../kernel/ids.js';
+import { isUuid, requireUuid } from '../kernel/ids.js';
 import type { Plan } from '../kernel/plans.js';
 import type { CredentialKind, Principal } from '../kernel/principal.js';
 import { stageEvents } from '../events/stage.js';
@@ -24,7 +24,7 @@ import {
   UsedUploadToken,
   Vessel,
 } from './entities.js';
-import { parseEnum, requireText } from './validation.js';
+import { parseEnum, requireText } from '../kernel/text.js';
 
 /**
  * Documents: metadata in the database, content on local disk addressed by its SHA-256
@@ -376,7 +376,7 @@ export async function listDocuments(
   const where: FilterQuery<Document> = { ...tenant(principal) };
   if (filter.attachedType)
     where.attachedType = parseEnum(AttachmentType, filter.attachedType, 'attachedType');
-  if (filter.attachedId) where.attachedId = filter.attachedId;
+  if (filter.attachedId) where.attachedId = requireUuid(filter.attachedId, 'attachedId');
   if (filter.kind) where.kind = parseEnum(DocumentKind, filter.kind, 'kind');
   return findPage(em, Document, where, { createdAt: 'desc', id: 'asc' }, page);
 }

@@ -28,7 +28,8 @@ import {
   type InvoiceLine,
 } from './entities.js';
 import { divRound, formatCents, formatUnits, parseCurrency, parseDecimal } from './money.js';
-import { parseDate, parseEnum, requireText } from './validation.js';
+import { parseDate } from '../kernel/dates.js';
+import { parseEnum, requireText } from '../kernel/text.js';
 
 export const INVOICE_TRANSITIONS: Readonly<Record<InvoiceStatus, readonly InvoiceStatus[]>> = {
   DRAFT: [InvoiceStatus.ISSUED, InvoiceStatus.VOID],

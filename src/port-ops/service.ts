@@ -34,17 +34,9 @@ import {
   VesselType,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
-import {
-  optionalText,
-  parseCountryCode,
-  parseDate,
-  parseEmail,
-  parseEnum,
-  parseImo,
-  parseLocode,
-  parseTimeZone,
-  requireText,
-} from './validation.js';
+import { checkDate, parseDate } from '../kernel/dates.js';
+import { optionalText, parseEnum, requireText } from '../kernel/text.js';
+import { parseCountryCode, parseEmail, parseImo, parseLocode, parseTimeZone } from './validation.js';
 
 // ---------------------------------------------------------------- reference data (admin-only writes)
 
@@ -442,8 +434,8 @@ export async function listPortCalls(
   if (filter.vesselImo) where.vesselId = (await vesselByImo(em, filter.vesselImo)).id;
   if (filter.etaFrom || filter.etaTo) {
     where.eta = {
-      ...(filter.etaFrom ? { $gte: filter.etaFrom } : {}),
-      ...(filter.etaTo ? { $lt: filter.etaTo } : {}),
+      ...(filter.etaFrom ? { $gte: checkDate(filter.etaFrom, 'etaFrom') } : {}),
+      ...(filter.etaTo ? { $lt: checkDate(filter.etaTo, 'etaTo') } : {}),
     };
   }
   // Upcoming calls first for SCHEDULED; otherwise most recent first. The id breaks ties so pages are stable.

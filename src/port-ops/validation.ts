@@ -1,4 +1,5 @@
 import { badInput } from '../kernel/errors.js';
+import { optionalText } from '../kernel/text.js';
 
 /**
  * IMO ship identification number: seven digits, the last a check digit. Multiply the first six
@@ -76,38 +77,9 @@ export function parseTimeZone(raw: string, field = 'timeZone'): string {
   }
 }
 
-export function requireText(raw: string | null | undefined, field: string, max: number): string {
-  const value = (raw ?? '').trim();
-  if (!value) throw badInput(field, 'must not be empty');
-  if (value.length > max) throw badInput(field, `must be at most ${max} characters`);
-  return value;
-}
-
-export function optionalText(raw: string | null | undefined, field: string, max: number): string | null {
-  if (raw === null || raw === undefined || raw.trim() === '') return null;
-  return requireText(raw, field, max);
-}
-
-export function parseEnum<T extends Record<string, string>>(
-  values: T,
-  raw: unknown,
-  field: string,
-): T[keyof T] {
-  if (typeof raw === 'string' && Object.values(values).includes(raw)) return raw as T[keyof T];
-  throw badInput(field, `must be one of ${Object.values(values).join(', ')} (got ${JSON.stringify(raw)})`);
-}
-
 export function parseEmail(raw: string | null | undefined, field = 'contactEmail'): string | null {
   const value = optionalText(raw, field, 320);
   if (value !== null && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value))
     throw badInput(field, `is not an email address (got '${raw}')`);
   return value;
-}
-
-export function parseDate(raw: Date | string | null | undefined, field: string): Date | null {
-  if (raw === null || raw === undefined || raw === '') return null;
-  const date = raw instanceof Date ? raw : new Date(raw);
-  if (Number.isNaN(date.getTime()))
-    throw badInput(field, `is not an ISO-8601 date-time (got '${String(raw)}')`);
-  return date;
 }

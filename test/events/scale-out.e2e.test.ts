@@ -123,7 +123,7 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       const session = wsSession(a.url, { apiKey: key });
       sessions.push(session);
       const sub = session.subscribe(
-        'subscription { portCallUpdated(status: "ARRIVED") { eventId type portCallId status previousStatus } }',
+        'subscription { portCallUpdated(status: ARRIVED) { eventId type portCallId status previousStatus } }',
       );
       await untilLive(sub, {
         type: 'port_call.status_changed',

@@ -81,7 +81,7 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
     const session = wsSession(server.url, { authorization: `Bearer ${own.apiKey}` });
     const before = listeners();
     const updates = session.subscribe(
-      'subscription { portCallUpdated(status: "ARRIVED") { type portCallId status previousStatus } }',
+      'subscription { portCallUpdated(status: ARRIVED) { type portCallId status previousStatus } }',
     );
     await untilListening(() => listeners() >= before + 1, 5_000, updates);
     await commitEvents(server, [

@@ -115,7 +115,7 @@ describeEachDialect('liquidity protocol onboarding', (dialect) => {
       ],
       [
         { ...VALID, regulatoryFilings: [{ regulator: 'CBI', reference: 'C-1', filedOn: 'soon' }] },
-        'regulatoryFilings: item 1: filedOn must be a date YYYY-MM-DD',
+        'regulatoryFilings: item 1: filedOn must be a date YYYY-MM-DD from 1900 to 2199',
       ],
       [
         { ...VALID, tokenStandard: 'ERC 20!' },
@@ -250,9 +250,9 @@ describeEachDialect('liquidity protocol onboarding', (dialect) => {
     const audit = await rest(server.url, `/v1/audits/${score.audit_id}`, { key: admin });
     // The new terms apply from the next reported day.
     expect(audit.body.inputs).toMatchObject({
-      redemptionFrequencyDays: 7,
+      redemption_frequency_days: 7,
       audited: false,
-      dataDate: '2026-06-15',
+      data_date: '2026-06-15',
     });
 
     const changes = (

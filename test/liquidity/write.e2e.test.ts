@@ -283,7 +283,7 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
         [
           'CSV',
           'slug,date,aum_usd\nharbor-treasury,2026-06-15,100\nmeridian-bills,2026-06-15,"1\n2"\n',
-          /^aum_usd: line 3: must be a decimal number \(got '1\n2'\)$/,
+          /^aum_usd: line 3: must not contain the control character U\+000A$/,
         ],
         [
           'JSON',
