@@ -2,7 +2,7 @@ import { Arg, Args, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql
 import type { GatewayContext } from '../gateway/context.js';
 import { requirePrincipal } from '../gateway/context.js';
 import { toConnection, toPage, type Page } from '../gateway/connection.js';
-import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
+import { Cost, RequiresPlan, RequiresScopes } from '../gateway/directives.js';
 import { badInput } from '../kernel/errors.js';
 import { Plan } from '../kernel/plans.js';
 import { LiquidityTier, Protocol, type ScoringProfile, type Watchlist } from './entities.js';
@@ -184,6 +184,7 @@ export class LiquidityResolver {
     nullable: true,
     description: 'The last 30 daily scores and the trajectory; null when the slug is unknown.',
   })
+  @Cost(100)
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async scoreHistory(
@@ -204,6 +205,7 @@ export class LiquidityResolver {
   }
 
   @Query(() => Backtest, { description: 'Methodology backtest over stored history; lookback 7–365 days.' })
+  @Cost(500)
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async backtest(
@@ -216,6 +218,7 @@ export class LiquidityResolver {
   @Query(() => Market, {
     description: 'Market aggregates and the five composite indices, optionally for one category.',
   })
+  @Cost(100)
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async market(
