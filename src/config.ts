@@ -73,6 +73,8 @@ export interface Config {
   /** Demand control: deepest selection and largest estimated cost an operation may have. */
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** Time budget of one operation; long computations stop with DEADLINE_EXCEEDED past it. */
+  graphqlDeadlineMs: number;
   /** Serves GET /bench/bare, the baseline route `npm run bench` compares against. Off in production. */
   benchRoutes: boolean;
   /** Console / OAuth login session lifetime. */
@@ -225,6 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
     benchRoutes: bool('BENCH_ROUTES', false),
     graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 12, 2, 100),
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 20_000, 10),
+    graphqlDeadlineMs: int('GRAPHQL_DEADLINE_MS', 10_000, 10),
     authSessionTtlMs: duration('AUTH_SESSION_TTL', '12h'),
     authLoginMaxFailures,
     authLoginMaxFailuresPerIp: int('AUTH_LOGIN_MAX_FAILURES_PER_IP', 10 * authLoginMaxFailures, 1),

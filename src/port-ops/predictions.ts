@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { DAY, HOUR, type Clock } from '../kernel/clock.js';
+import { findPlain } from '../db/plain.js';
+import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import { badInput, conflict } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { findOwned, tenant } from './common.js';
@@ -296,13 +298,15 @@ export function evaluateHoldout(history: readonly Sample[], now: Date, kind: Anc
 }
 
 async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
+  // Plain rows: hydrating every departed call as an entity was most of a prediction's time.
   const [calls, vessels] = await Promise.all([
-    em.find(
+    findPlain(
+      em,
       PortCall,
       { ...tenant(principal), status: PortCallStatus.DEPARTED, atd: { $lt: before } },
       { fields: ['portId', 'vesselId', 'eta', 'ata', 'atb', 'atd'] },
     ),
-    em.find(Vessel, {}, { fields: ['id', 'type'] }),
+    findPlain(em, Vessel, {}, { fields: ['id', 'type'] }),
   ]);
   const types = new Map(vessels.map((v) => [v.id, v.type]));
   return calls
@@ -322,6 +326,7 @@ export async function predictPortCall(
   clock: Clock,
   principal: Principal,
   portCallId: string,
+  deadline: Deadline = NO_DEADLINE,
 ): Promise<PortCallPrediction> {
   const call = await findOwned(em, PortCall, 'PortCall', principal, portCallId);
   if (call.status === PortCallStatus.DEPARTED || call.status === PortCallStatus.CANCELLED) {
@@ -336,7 +341,9 @@ export async function predictPortCall(
   ]);
   if (history.length === 0)
     throw conflict('No departed port calls in this account yet: predictions need history', { sampleSize: 0 });
+  await deadline.checkpoint('the prediction');
   const prediction = predictFromHistory(history, { ...call, vesselType: vessel.type }, now);
+  await deadline.checkpoint('the prediction evaluation');
   return { portCall: call, ...prediction, evaluation: evaluateHoldout(history, now, prediction.anchorKind) };
 }
 
@@ -402,6 +409,7 @@ export async function bunkerDemandForecast(
   clock: Clock,
   principal: Principal,
   input: { portLocode: string; fuelType?: string | null; months?: number | null },
+  deadline: Deadline = NO_DEADLINE,
 ): Promise<BunkerForecast[]> {
   const horizon = input.months ?? 3;
   if (!Number.isInteger(horizon) || horizon < 1 || horizon > 12)
@@ -410,21 +418,28 @@ export async function bunkerDemandForecast(
   const locode = port.locode;
   const now = clock.now();
   const since = monthStart(now, -36);
-  const rows = await em.find(ServiceOrder, {
-    ...tenant(principal),
-    serviceType: ServiceType.BUNKERING,
-    status: ServiceOrderStatus.COMPLETED,
-    completedAt: { $gte: since, $lt: monthStart(now) },
-  });
+  const rows = await findPlain(
+    em,
+    ServiceOrder,
+    {
+      ...tenant(principal),
+      serviceType: ServiceType.BUNKERING,
+      status: ServiceOrderStatus.COMPLETED,
+      completedAt: { $gte: since, $lt: monthStart(now) },
+    },
+    { fields: ['portCallId', 'details', 'completedAt'] },
+  );
   const atPort = new Set(
     (
-      await em.find(
+      await findPlain(
+        em,
         PortCall,
         { ...tenant(principal), portId: port.id, eta: { $gte: new Date(since.getTime() - 60 * DAY) } },
         { fields: ['id'] },
       )
     ).map((c) => c.id),
   );
+  await deadline.checkpoint('the bunker demand forecast');
   const series = new Map<string, Map<string, number>>();
   for (const order of rows) {
     if (!atPort.has(order.portCallId)) continue;
