@@ -25,11 +25,16 @@ export interface TestServerOptions {
   seed?: boolean;
   /** Sees every SQL statement the server runs (statement-count tests). */
   onQuery?: (sql: string) => void;
+  /** How long a query waits for a free PostgreSQL pool connection (pool-exhaustion tests). */
+  poolAcquireTimeoutMs?: number;
 }
 
 /** The real server on a random loopback port, on a fresh database, with the demo data. */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase(options.dialect ?? 'sqlite', { onQuery: options.onQuery });
+  const database = await createTestDatabase(options.dialect ?? 'sqlite', {
+    onQuery: options.onQuery,
+    poolAcquireTimeoutMs: options.poolAcquireTimeoutMs,
+  });
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
