@@ -9,6 +9,7 @@ import { noopEvents, type Admission, type AppServices } from './gateway/context.
 import { apiCors, registerCors } from './gateway/cors.js';
 import { CredentialResolver } from './gateway/credentials.js';
 import { registerEdge, registerErrorHandlers, registerJsonBodyParser, requestIdOf } from './gateway/edge.js';
+import { drainConnections } from './gateway/drain.js';
 import { registerGraphQL } from './gateway/graphql-http.js';
 import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
 import { Operations } from './gateway/operation.js';
@@ -149,6 +150,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     },
     async close() {
       closing = true;
+      await drainConnections(fastify.server, config.shutdownDrainMs); // wired by h15-resilience
       await ws.close();
       // Apollo's drain plugin closes Fastify: no new connections, in-flight requests finish.
       await apollo.stop();

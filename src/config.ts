@@ -32,6 +32,8 @@ export interface Config {
   /** How often each process looks for API keys revoked elsewhere. */
   revocationPollMs: number;
   shutdownGraceMs: number;
+  /** After SIGTERM, how long requests on open connections are still answered (with Connection: close). */
+  shutdownDrainMs: number;
   documentsDir: string;
   documentMaxBytes: number;
   /** HMAC key of signed document-upload URLs; derived from the secrets master key when unset. */
@@ -202,6 +204,7 @@ export function loadConfig(env: Env = process.env): Config {
     credentialCacheTtlMs: duration('CREDENTIAL_CACHE_TTL', '30s'),
     revocationPollMs: duration('REVOCATION_POLL', '2s'),
     shutdownGraceMs: duration('SHUTDOWN_GRACE', '10s'),
+    shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 1000, 0, 600_000),
     documentsDir: resolve(env.DOCUMENTS_DIR || resolve('data', 'documents')),
     documentMaxBytes: int('DOCUMENT_MAX_BYTES', 25 * 1024 * 1024, 1),
     documentUploadSecret: env.DOCUMENT_UPLOAD_SECRET || undefined,
@@ -237,6 +240,8 @@ export function loadConfig(env: Env = process.env): Config {
     authDenyListRefreshMs: duration('AUTH_DENYLIST_REFRESH', '5s'),
     corsOrigins: parseCorsOrigins(env.CORS_ORIGINS, problems),
   };
+  if (config.shutdownDrainMs >= config.shutdownGraceMs)
+    problems.push('SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE (the drain is part of the shutdown)');
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -21,6 +21,7 @@ async function startProcess(
   dir: string,
   port: number,
   databaseUrl: string,
+  env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; output: () => string }> {
   mkdirSync(dir, { recursive: true });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -30,6 +31,7 @@ async function startProcess(
       DATABASE_URL: databaseUrl,
       DOCUMENTS_DIR: join(dir, 'documents'),
       LOG_LEVEL: 'info',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -116,5 +118,44 @@ describeEachDialect('process lifecycle', (dialect) => {
     expect(response).toContain('Northern Tern');
     expect(await exited).toBe(0);
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+  });
+
+  it('after SIGTERM, a request on a kept-alive connection is answered with Connection: close, not reset', async () => {
+    const port = await freePort();
+    const { child } = await startProcess(join(dir, 'keepalive'), port, await freshDatabase('keepalive'), {
+      SHUTDOWN_DRAIN_MS: '1500',
+    });
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let received = '';
+    let error: Error | undefined;
+    socket.on('data', (d) => (received += d));
+    socket.on('error', (e) => (error = e));
+    const ended = new Promise((r) => socket.once('close', r));
+    const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n';
+    const responses = () => received.match(/^HTTP\/1\.1 \d+/gm)?.length ?? 0;
+    const waitFor = async (n: number) => {
+      for (let i = 0; i < 100 && responses() < n; i++) await new Promise((r) => setTimeout(r, 20));
+    };
+
+    socket.write(request);
+    await waitFor(1);
+    expect(received).toMatch(/^HTTP\/1.1 200/);
+    expect(received.toLowerCase()).toContain('connection: keep-alive');
+
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    // The connection sat idle across the signal; its next request still gets an answer.
+    socket.write(request);
+    await waitFor(2);
+    await ended;
+    expect(error).toBeUndefined();
+    // Without the drain the idle connection is closed at once and the request is lost unanswered.
+    expect(responses()).toBe(2);
+    const second = received.slice(received.lastIndexOf('HTTP/1.1'));
+    expect(second).toMatch(/^HTTP\/1.1 200/);
+    expect(second.toLowerCase()).toContain('connection: close');
+    expect(await exited).toBe(0);
   });
 });
