@@ -75,6 +75,8 @@ export interface Config {
   /** Demand control: deepest selection and largest estimated cost an operation may have. */
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** Largest GraphQL document, in lexical tokens; parsing stops there, before any validation. */
+  graphqlMaxTokens: number;
   /** Time budget of one operation; long computations stop with DEADLINE_EXCEEDED past it. */
   graphqlDeadlineMs: number;
   /** Serves GET /bench/bare, the baseline route `npm run bench` compares against. Off in production. */
@@ -230,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
     benchRoutes: bool('BENCH_ROUTES', false),
     graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 12, 2, 100),
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 20_000, 10),
+    graphqlMaxTokens: int('GRAPHQL_MAX_TOKENS', 5_000, 500),
     graphqlDeadlineMs: int('GRAPHQL_DEADLINE_MS', 10_000, 10),
     authSessionTtlMs: duration('AUTH_SESSION_TTL', '12h'),
     authLoginMaxFailures,
@@ -241,7 +244,9 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: parseCorsOrigins(env.CORS_ORIGINS, problems),
   };
   if (config.shutdownDrainMs >= config.shutdownGraceMs)
-    problems.push('SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE (the drain is part of the shutdown)');
+    problems.push(
+      'SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE (the drain is part of the shutdown)',
+    );
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -6,9 +6,9 @@ import { AppError } from './errors.js';
  * monotonic clock, not the injected business clock: tests freeze business time, and the budget
  * measures the work actually done.
  *
- * `checkpoint()` also yields to the event loop (one `setImmediate`), so a computation made of
- * several steps lets other requests — /healthz, small reads — be answered between them instead of
- * after the whole computation.
+ * `checkpoint()` also waits for its turn on the event loop (see `yieldToEventLoop`), so a
+ * computation made of several steps lets other requests — /healthz, small reads — be answered
+ * between them instead of after the whole computation.
  */
 export class Deadline {
   private readonly endsAt: number;
@@ -42,6 +42,19 @@ export class Deadline {
 /** For work outside an operation (CLI, jobs): never expires, still yields at checkpoints. */
 export const NO_DEADLINE = new Deadline(Number.POSITIVE_INFINITY);
 
+/*
+ * Turns are handed out one per event-loop iteration, first come first served. A plain
+ * `setImmediate` would not do: the steps of every computation that yielded in the same iteration
+ * would all run back to back in the next one (an operation of five predictions, five steps), and
+ * waiting I/O would wait for all of them. Chained, each iteration runs at most one step of the
+ * heavy work and then serves I/O. The chain is module state on purpose: the event loop it shares
+ * out is one per process.
+ */
+let lastTurn: Promise<void> = Promise.resolve();
+
+/** Resolves in a later event-loop iteration than any earlier caller's turn, after I/O has been served. */
 export function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  const turn = lastTurn.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+  lastTurn = turn;
+  return turn;
 }

@@ -97,6 +97,7 @@ export async function turnaround(
   groupBy: { byPort: boolean; byVesselType: boolean; period: Period },
   deadline: Deadline = NO_DEADLINE,
 ): Promise<TurnaroundRow[]> {
+  await deadline.checkpoint('the turnaround report');
   const [calls, dims] = await Promise.all([
     findPlain(
       em,
@@ -159,6 +160,7 @@ export async function bunkerVolumes(
   portLocode?: string | null,
   deadline: Deadline = NO_DEADLINE,
 ): Promise<BunkerVolumeRow[]> {
+  await deadline.checkpoint('the bunker volumes report');
   const only = portLocode ? await portByLocode(em, portLocode) : null;
   const orders = await findPlain(
     em,
@@ -229,6 +231,7 @@ export async function vendorPerformance(
   window: Window,
   deadline: Deadline = NO_DEADLINE,
 ): Promise<VendorPerformanceRow[]> {
+  await deadline.checkpoint('the vendor performance report');
   const [orders, vendors] = await Promise.all([
     findPlain(
       em,
@@ -284,6 +287,7 @@ export async function vendorSpend(
   window: Window,
   deadline: Deadline = NO_DEADLINE,
 ): Promise<VendorSpendRow[]> {
+  await deadline.checkpoint('the vendor spend report');
   const [invoices, vendors] = await Promise.all([
     findPlain(
       em,

@@ -328,6 +328,7 @@ export async function predictPortCall(
   portCallId: string,
   deadline: Deadline = NO_DEADLINE,
 ): Promise<PortCallPrediction> {
+  await deadline.checkpoint('the prediction');
   const call = await findOwned(em, PortCall, 'PortCall', principal, portCallId);
   if (call.status === PortCallStatus.DEPARTED || call.status === PortCallStatus.CANCELLED) {
     throw conflict(`Port call ${call.id} is ${call.status}; there is nothing left to predict`, {
@@ -335,10 +336,9 @@ export async function predictPortCall(
     });
   }
   const now = clock.now();
-  const [history, vessel] = await Promise.all([
-    loadHistory(em, principal, now),
-    em.findOneOrFail(Vessel, call.vesselId),
-  ]);
+  const vessel = await em.findOneOrFail(Vessel, call.vesselId);
+  await deadline.checkpoint('the prediction history');
+  const history = await loadHistory(em, principal, now);
   if (history.length === 0)
     throw conflict('No departed port calls in this account yet: predictions need history', { sampleSize: 0 });
   await deadline.checkpoint('the prediction');
@@ -414,6 +414,7 @@ export async function bunkerDemandForecast(
   const horizon = input.months ?? 3;
   if (!Number.isInteger(horizon) || horizon < 1 || horizon > 12)
     throw badInput('months', `must be from 1 to 12 (got ${horizon})`);
+  await deadline.checkpoint('the bunker demand forecast');
   const port = await portByLocode(em, input.portLocode);
   const locode = port.locode;
   const now = clock.now();

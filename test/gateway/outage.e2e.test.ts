@@ -105,7 +105,7 @@ describeWithPostgres('PostgreSQL outage answers 503', () => {
   });
 
   it('pool exhausted: 503 once the wait for a connection times out, then recovery', async () => {
-    const client = server.database.db.orm.em.getConnection().getKnex().client as {
+    const client = server.database.db.em().getKnex().client as {
       acquireConnection(): Promise<unknown>;
       releaseConnection(connection: unknown): Promise<void>;
     };
