@@ -298,27 +298,40 @@ export function evaluateHoldout(history: readonly Sample[], now: Date, kind: Anc
 }
 
 async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
-  // Plain rows: hydrating every departed call as an entity was most of a prediction's time.
+  // Raw column rows: hydrating every departed call as an entity, or even mapping it to property
+  // names, was most of a prediction's time and one long stretch of the event loop.
   const [calls, vessels] = await Promise.all([
-    findPlain(
-      em,
-      PortCall,
-      { ...tenant(principal), status: PortCallStatus.DEPARTED, atd: { $lt: before } },
-      { fields: ['portId', 'vesselId', 'eta', 'ata', 'atb', 'atd'] },
-    ),
+    em
+      .createQueryBuilder(PortCall)
+      .select(['portId', 'vesselId', 'eta', 'ata', 'atb', 'atd'])
+      .where({ ...tenant(principal), status: PortCallStatus.DEPARTED, atd: { $lt: before } })
+      .execute<HistoryRow[]>('all', false),
     findPlain(em, Vessel, {}, { fields: ['id', 'type'] }),
   ]);
   const types = new Map(vessels.map((v) => [v.id, v.type]));
-  return calls
-    .filter((c) => c.ata && c.atb && c.atd)
-    .map((c) => ({
-      portId: c.portId,
-      vesselType: types.get(c.vesselId)!,
-      eta: c.eta,
-      ata: c.ata!,
-      atb: c.atb!,
-      atd: c.atd!,
-    }));
+  const samples: Sample[] = [];
+  for (const c of calls) {
+    if (c.ata === null || c.atb === null || c.atd === null) continue;
+    // SQLite gives epoch milliseconds, PostgreSQL Date objects: both construct the same Date.
+    samples.push({
+      portId: c.port_id,
+      vesselType: types.get(c.vessel_id)!,
+      eta: new Date(c.eta),
+      ata: new Date(c.ata),
+      atb: new Date(c.atb),
+      atd: new Date(c.atd),
+    });
+  }
+  return samples;
+}
+
+interface HistoryRow {
+  port_id: string;
+  vessel_id: string;
+  eta: number | Date;
+  ata: number | Date | null;
+  atb: number | Date | null;
+  atd: number | Date | null;
 }
 
 export async function predictPortCall(
