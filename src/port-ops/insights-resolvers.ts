@@ -3,7 +3,7 @@ import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
 import { Cost, ListSize, RequiresScopes } from '../gateway/directives.js';
 import { bunkerVolumes, Period, turnaround, vendorPerformance, vendorSpend, windowOf } from './analytics.js';
 import { FuelType, PortCall, VesselType } from './entities.js';
-import { bunkerDemandForecast, predictPortCall } from './predictions.js';
+import { bunkerDemandForecast, loadHistory, predictPortCall, type Sample } from './predictions.js';
 
 registerEnumType(Period, {
   name: 'AnalyticsPeriod',
@@ -289,12 +289,18 @@ export class InsightsResolver {
     @Arg('portCallId', () => ID) portCallId: string,
     @Ctx() ctx: GatewayContext,
   ): Promise<PortCallPrediction> {
+    const principal = requirePrincipal(ctx);
+    // Aliased predictions in one operation share one read of the account's history.
+    const histories = ctx.loaders.get<string, Sample[]>('portCallHistory', (em, accounts) =>
+      Promise.all(accounts.map(() => loadHistory(em, principal, ctx.services.clock.now()))),
+    );
     const prediction = await predictPortCall(
       ctx.em,
       ctx.services.clock,
-      requirePrincipal(ctx),
+      principal,
       portCallId,
       ctx.deadline,
+      () => histories.load(principal.accountId),
     );
     return { ...prediction, portCallId: prediction.portCall.id };
   }

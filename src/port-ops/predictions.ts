@@ -297,7 +297,10 @@ export function evaluateHoldout(history: readonly Sample[], now: Date, kind: Anc
   };
 }
 
-async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
+/** The account's departed calls before a moment; a request may share one load between predictions. */
+export type HistorySource = (before: Date) => Promise<Sample[]>;
+
+export async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
   // Raw column rows: hydrating every departed call as an entity, or even mapping it to property
   // names, was most of a prediction's time and one long stretch of the event loop.
   const [calls, vessels] = await Promise.all([
@@ -340,6 +343,7 @@ export async function predictPortCall(
   principal: Principal,
   portCallId: string,
   deadline: Deadline = NO_DEADLINE,
+  history: HistorySource = (before) => loadHistory(em, principal, before),
 ): Promise<PortCallPrediction> {
   await deadline.checkpoint('the prediction');
   const call = await findOwned(em, PortCall, 'PortCall', principal, portCallId);
@@ -351,13 +355,13 @@ export async function predictPortCall(
   const now = clock.now();
   const vessel = await em.findOneOrFail(Vessel, call.vesselId);
   await deadline.checkpoint('the prediction history');
-  const history = await loadHistory(em, principal, now);
-  if (history.length === 0)
+  const samples = await history(now);
+  if (samples.length === 0)
     throw conflict('No departed port calls in this account yet: predictions need history', { sampleSize: 0 });
   await deadline.checkpoint('the prediction');
-  const prediction = predictFromHistory(history, { ...call, vesselType: vessel.type }, now);
+  const prediction = predictFromHistory(samples, { ...call, vesselType: vessel.type }, now);
   await deadline.checkpoint('the prediction evaluation');
-  return { portCall: call, ...prediction, evaluation: evaluateHoldout(history, now, prediction.anchorKind) };
+  return { portCall: call, ...prediction, evaluation: evaluateHoldout(samples, now, prediction.anchorKind) };
 }
 
 // ---------------------------------------------------------------- bunker demand

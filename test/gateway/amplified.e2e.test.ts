@@ -100,3 +100,42 @@ describe('an amplified analytics query admitted by a generous cost limit', () =>
     expect(result.body.errors?.[0]?.extensions).toMatchObject({ budgetMs: 10 });
   });
 });
+
+describe('aliased predictions in one operation', () => {
+  let server: TestServer;
+  const statements: string[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({ onQuery: (sql) => statements.push(sql) });
+  });
+  afterAll(() => server?.close());
+
+  it('share one read of the history and agree with predictions asked one by one', async () => {
+    const key = server.key('INSTITUTIONAL');
+    const res = await gql(server.url, '{ portCalls(first: 3, status: SCHEDULED) { nodes { id } } }', { key });
+    const ids = (res.body.data as { portCalls: { nodes: Array<{ id: string }> } }).portCalls.nodes.map(
+      (n) => n.id,
+    );
+    expect(ids).toHaveLength(3);
+    const fields = 'basis sampleSize evaluation { evaluatedCalls departureMaeHours }';
+    const historyReads = () => statements.filter((sql) => /from .port_calls.*\batd. </i.test(sql)).length;
+
+    const before = historyReads();
+    const together = await gql(
+      server.url,
+      `{ ${ids.map((id, i) => `p${i}: portCallPrediction(portCallId: "${id}") { ${fields} }`).join(' ')} }`,
+      { key },
+    );
+    expect(together.body.errors).toBeUndefined();
+    expect(historyReads() - before).toBe(1);
+
+    for (const [i, id] of ids.entries()) {
+      const alone = await gql(server.url, `{ portCallPrediction(portCallId: "${id}") { ${fields} } }`, {
+        key,
+      });
+      expect((together.body.data as Record<string, unknown>)[`p${i}`]).toEqual(
+        (alone.body.data as Record<string, unknown>).portCallPrediction,
+      );
+    }
+    expect(historyReads() - before).toBe(1 + ids.length);
+  });
+});
