@@ -212,7 +212,7 @@ export class LiquidityResolver {
     @Arg('lookback', () => Int, { defaultValue: 90 }) lookback: number,
     @Ctx() ctx: GatewayContext,
   ) {
-    return liquidity.backtest(ctx.em, lookback);
+    return liquidity.backtest(ctx.em, lookback, ctx.deadline);
   }
 
   @Query(() => Market, {
