@@ -8,6 +8,7 @@ import { demandControl } from './gateway/demand.js';
 import { noopEvents, type Admission, type AppServices } from './gateway/context.js';
 import { apiCors, registerCors } from './gateway/cors.js';
 import { CredentialResolver } from './gateway/credentials.js';
+import { drainConnections } from './gateway/drain.js';
 import {
   frameworkRefusal,
   registerEdge,
@@ -156,6 +157,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     },
     async close() {
       closing = true;
+      await drainConnections(fastify.server, config.shutdownDrainMs); // wired by h15-resilience
       await ws.close();
       // Apollo's drain plugin closes Fastify: no new connections, in-flight requests finish.
       await apollo.stop();

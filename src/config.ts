@@ -32,6 +32,8 @@ export interface Config {
   /** How often each process looks for API keys revoked elsewhere. */
   revocationPollMs: number;
   shutdownGraceMs: number;
+  /** After SIGTERM, how long requests on open connections are still answered (with Connection: close). */
+  shutdownDrainMs: number;
   documentsDir: string;
   documentMaxBytes: number;
   /** HMAC key of signed document-upload URLs; derived from the secrets master key when unset. */
@@ -73,6 +75,10 @@ export interface Config {
   /** Demand control: deepest selection and largest estimated cost an operation may have. */
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** Largest GraphQL document, in lexical tokens; parsing stops there, before any validation. */
+  graphqlMaxTokens: number;
+  /** Time budget of one operation; long computations stop with DEADLINE_EXCEEDED past it. */
+  graphqlDeadlineMs: number;
   /** Serves GET /bench/bare, the baseline route `npm run bench` compares against. Off in production. */
   benchRoutes: boolean;
   /** Console / OAuth login session lifetime. */
@@ -200,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     credentialCacheTtlMs: duration('CREDENTIAL_CACHE_TTL', '30s'),
     revocationPollMs: duration('REVOCATION_POLL', '2s'),
     shutdownGraceMs: duration('SHUTDOWN_GRACE', '10s'),
+    shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 1000, 0, 600_000),
     documentsDir: resolve(env.DOCUMENTS_DIR || resolve('data', 'documents')),
     documentMaxBytes: int('DOCUMENT_MAX_BYTES', 25 * 1024 * 1024, 1),
     documentUploadSecret: env.DOCUMENT_UPLOAD_SECRET || undefined,
@@ -225,6 +232,8 @@ export function loadConfig(env: Env = process.env): Config {
     benchRoutes: bool('BENCH_ROUTES', false),
     graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 12, 2, 100),
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 20_000, 10),
+    graphqlMaxTokens: int('GRAPHQL_MAX_TOKENS', 5_000, 500),
+    graphqlDeadlineMs: int('GRAPHQL_DEADLINE_MS', 10_000, 10),
     authSessionTtlMs: duration('AUTH_SESSION_TTL', '12h'),
     authLoginMaxFailures,
     authLoginMaxFailuresPerIp: int('AUTH_LOGIN_MAX_FAILURES_PER_IP', 10 * authLoginMaxFailures, 1),
@@ -234,6 +243,10 @@ export function loadConfig(env: Env = process.env): Config {
     authDenyListRefreshMs: duration('AUTH_DENYLIST_REFRESH', '5s'),
     corsOrigins: parseCorsOrigins(env.CORS_ORIGINS, problems),
   };
+  if (config.shutdownDrainMs >= config.shutdownGraceMs)
+    problems.push(
+      'SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE (the drain is part of the shutdown)',
+    );
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -71,4 +71,20 @@ describe('configuration', () => {
     expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).toThrow(/not understood: '10.0.0.0\/33'/);
     expect(loadConfig({ LOG_LEVEL: 'WARN' }).logLevel).toBe('warn');
   });
+
+  it('bounds the resilience settings: a drain inside the grace, a sane token limit and deadline', () => {
+    expect(loadConfig({})).toMatchObject({
+      shutdownDrainMs: 1000,
+      graphqlMaxTokens: 5000,
+      graphqlDeadlineMs: 10_000,
+    });
+    expect(() => loadConfig({ SHUTDOWN_DRAIN_MS: '10000' })).toThrow(
+      /SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE/,
+    );
+    expect(loadConfig({ SHUTDOWN_DRAIN_MS: '0' }).shutdownDrainMs).toBe(0);
+    expect(() => loadConfig({ GRAPHQL_MAX_TOKENS: '10' })).toThrow(/GRAPHQL_MAX_TOKENS must be an integer/);
+    expect(() => loadConfig({ GRAPHQL_DEADLINE_MS: 'soon' })).toThrow(
+      /GRAPHQL_DEADLINE_MS must be an integer/,
+    );
+  });
 });

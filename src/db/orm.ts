@@ -27,6 +27,8 @@ export interface Database {
 export interface DatabaseOptions {
   /** Log every SQL statement through this callback (tests count statements with it). */
   onQuery?: (sql: string) => void;
+  /** How long a query waits for a free PostgreSQL connection before failing (503); default 5 s. */
+  poolAcquireTimeoutMs?: number;
 }
 
 export function ormOptions(url: string, options: DatabaseOptions = {}): Options {
@@ -52,7 +54,11 @@ export function ormOptions(url: string, options: DatabaseOptions = {}): Options 
     persistOnCreate: false,
     debug: options.onQuery ? ['query'] : false,
     logger: options.onQuery ? (message: string) => options.onQuery?.(message) : undefined,
-    pool: postgres ? { min: 0, max: 10 } : undefined,
+    // knex waits 60 s for a free connection by default: with the pool exhausted, a request should
+    // rather be told 503 within seconds than hang past any client's timeout.
+    pool: postgres
+      ? { min: 0, max: 10, acquireTimeoutMillis: options.poolAcquireTimeoutMs ?? 5_000 }
+      : undefined,
   } as Options;
 }
 

@@ -5,6 +5,7 @@ import type { ValidationRule } from 'graphql';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
 import type { Clock } from '../kernel/clock.js';
+import { Deadline } from '../kernel/deadline.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { unauthenticated } from '../kernel/errors.js';
@@ -77,6 +78,8 @@ export interface GatewayContext {
   readonly em: EntityManager;
   readonly services: AppServices;
   readonly loaders: LoaderRegistry;
+  /** The operation's time budget (GRAPHQL_DEADLINE_MS), checked by long computations. */
+  readonly deadline: Deadline;
   /** Filled in during execution and read by the transport: audit name, extra response headers. */
   meta: OperationMeta;
 }
@@ -115,6 +118,7 @@ export class LoaderRegistry {
  * made on first use: operations served from caches never pay for them.
  */
 class RequestScope implements GatewayContext {
+  readonly deadline: Deadline; // wired by h15-resilience
   private forked: EntityManager | undefined;
   private registry: LoaderRegistry | undefined;
 
@@ -123,7 +127,9 @@ class RequestScope implements GatewayContext {
     readonly requestId: string,
     readonly principal: Principal | null,
     readonly meta: OperationMeta,
-  ) {}
+  ) {
+    this.deadline = new Deadline(services.config.graphqlDeadlineMs); // wired by h15-resilience
+  }
 
   get em(): EntityManager {
     return (this.forked ??= this.services.db.em());

@@ -62,6 +62,16 @@ export const accessDirectives: GraphQLDirective[] = [
     locations: [DirectiveLocation.FIELD_DEFINITION, DirectiveLocation.OBJECT],
     args: { weight: { type: new GraphQLNonNull(GraphQLInt) } },
   }),
+  new GraphQLDirective({
+    name: 'listSize',
+    description:
+      'Demand-control size of a list field (IBM cost directive vocabulary): the argument that slices it, or the size assumed without one.',
+    locations: [DirectiveLocation.FIELD_DEFINITION],
+    args: {
+      assumedSize: { type: GraphQLInt },
+      slicingArguments: { type: new GraphQLList(new GraphQLNonNull(GraphQLString)) },
+    },
+  }),
 ];
 
 /** `@RequiresScopes('read:vessels')`, or OR-groups: `@RequiresScopes(['read:a', 'read:b'], 'admin')`. */
@@ -84,6 +94,22 @@ export function Authenticated(): MethodDecorator & ClassDecorator & PropertyDeco
   return Directive('@authenticated');
 }
 
+/** The measured price of resolving a field once, in cost units (see README "Demand control"). */
 export function Cost(weight: number): MethodDecorator & ClassDecorator & PropertyDecorator {
+  if (!Number.isInteger(weight) || weight < 0)
+    throw new Error(`@Cost: ${weight} is not a non-negative integer`);
   return Directive(`@cost(weight: ${weight})`);
+}
+
+/** How many items a list field holds for demand control: sliced by an argument, or an assumed size. */
+export function ListSize(size: {
+  assumedSize?: number;
+  slicingArguments?: string[];
+}): MethodDecorator & PropertyDecorator {
+  const args = [
+    size.assumedSize === undefined ? '' : `assumedSize: ${size.assumedSize}`,
+    size.slicingArguments ? `slicingArguments: ${JSON.stringify(size.slicingArguments)}` : '',
+  ].filter(Boolean);
+  if (args.length === 0) throw new Error('@ListSize needs assumedSize or slicingArguments');
+  return Directive(`@listSize(${args.join(', ')})`);
 }

@@ -8,7 +8,7 @@ import type { Clock } from '../kernel/clock.js';
 import { isPromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import { extractCredential, type CredentialResolver } from './credentials.js';
-import { formatErrors, toGraphQLError } from './errors.js';
+import { appErrorOf, formatErrors, toGraphQLError } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -86,7 +86,8 @@ function withChallenge(error: AppError, presentation: 'bearer' | 'x-api-key'): A
 
 /** Maps anything thrown on a route to the service's error shapes (REST or GraphQL). */
 export function toAppError(error: unknown): AppError {
-  if (error instanceof AppError) return error;
+  const known = appErrorOf(error);
+  if (known) return known;
   const fe = error as FastifyError;
   const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
   if (status === 415)

@@ -1,4 +1,5 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { outageError } from '../db/errors.js';
 import { AppError, isAppError } from '../kernel/errors.js';
 
 /** Turns an AppError into the GraphQLError clients see; the HTTP status rides along for whole-request failures. */
@@ -9,11 +10,16 @@ export function toGraphQLError(error: AppError): GraphQLError {
   });
 }
 
-/** Finds the AppError behind a GraphQL error (resolver throw, or our own wrapping). */
+/**
+ * Finds the AppError behind a GraphQL error (resolver throw, or our own wrapping); a lost
+ * database or Redis connection is one too (503).
+ */
 export function appErrorOf(error: unknown): AppError | undefined {
   let current: unknown = error;
   for (let i = 0; i < 5 && current; i++) {
     if (isAppError(current)) return current;
+    const outage = outageError(current); // wired by h15-resilience
+    if (outage) return outage;
     current = (current as { originalError?: unknown }).originalError;
   }
   return undefined;

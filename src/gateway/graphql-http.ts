@@ -174,6 +174,7 @@ export async function registerGraphQL(
     validationRules: services.validationRules,
     // The pipeline's LRU is the one document cache; Apollo only parses what reaches its door.
     documentStore: null,
+    parseOptions: { maxTokens: services.config.graphqlMaxTokens }, // wired by h15-resilience
     includeStacktraceInErrorResponses: false,
     plugins: [
       fastifyApolloDrainPlugin(app),

@@ -154,8 +154,11 @@ function runRoute(
 function restError(error: GraphQLFormattedError, route: RestRoute): AppError {
   const { code, variable, path, ...details } = (error.extensions ?? {}) as Record<string, unknown>;
   if (typeof variable === 'string') details.field = httpFieldOf(route, variable, path);
+  // wired by h15-resilience: an outage met by a resolver still tells REST clients when to retry.
+  const retry: Record<string, string> =
+    typeof details.retryAfterSeconds === 'number' ? { 'Retry-After': String(details.retryAfterSeconds) } : {};
   if (typeof code === 'string' && code in ERROR_CODES)
-    return new AppError(code as ErrorCode, error.message, details);
+    return new AppError(code as ErrorCode, error.message, details, retry);
   return new AppError('INTERNAL_SERVER_ERROR', 'Internal server error');
 }
 

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'RATE_LIMIT_EXCEEDED'
   | 'LIMIT_REACHED'
   | 'SERVICE_UNAVAILABLE'
+  | 'DEADLINE_EXCEEDED'
   | 'INTERNAL_SERVER_ERROR';
 
 interface CodeMapping {
@@ -37,6 +38,9 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, CodeMapping>> = {
   RATE_LIMIT_EXCEEDED: { status: 429, restCode: 'RATE_LIMIT_EXCEEDED' },
   LIMIT_REACHED: { status: 429, restCode: 'LIMIT_REACHED' },
   SERVICE_UNAVAILABLE: { status: 503, restCode: 'SERVICE_UNAVAILABLE' },
+  // The server chose to stop, not a fault: 503 without Retry-After, since the same request would
+  // stop again; the message says to ask for less.
+  DEADLINE_EXCEEDED: { status: 503, restCode: 'DEADLINE_EXCEEDED' },
   INTERNAL_SERVER_ERROR: { status: 500, restCode: 'INTERNAL_SERVER_ERROR' },
 };
 

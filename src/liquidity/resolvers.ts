@@ -2,7 +2,7 @@ import { Arg, Args, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql
 import type { GatewayContext } from '../gateway/context.js';
 import { requirePrincipal } from '../gateway/context.js';
 import { toConnection, toPage, type Page } from '../gateway/connection.js';
-import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
+import { Cost, RequiresPlan, RequiresScopes } from '../gateway/directives.js';
 import { badInput } from '../kernel/errors.js';
 import { Plan } from '../kernel/plans.js';
 import {
@@ -190,6 +190,7 @@ export class LiquidityResolver {
     nullable: true,
     description: 'The last 30 daily scores and the trajectory; null when the slug is unknown.',
   })
+  @Cost(100)
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async scoreHistory(
@@ -210,18 +211,20 @@ export class LiquidityResolver {
   }
 
   @Query(() => Backtest, { description: 'Methodology backtest over stored history; lookback 7–365 days.' })
+  @Cost(500)
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async backtest(
     @Arg('lookback', () => Int, { defaultValue: 90 }) lookback: number,
     @Ctx() ctx: GatewayContext,
   ) {
-    return liquidity.backtest(ctx.em, lookback);
+    return liquidity.backtest(ctx.em, lookback, ctx.deadline);
   }
 
   @Query(() => Market, {
     description: 'Market aggregates and the five composite indices, optionally for one category.',
   })
+  @Cost(100)
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async market(

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { knexIn } from '../db/knex.js';
 import { findPlain } from '../db/plain.js';
+import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import type { FilterQuery } from '@mikro-orm/core';
 import { badInput, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
@@ -363,13 +364,20 @@ function shiftDate(date: string, days: number): string {
   return new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 }
 
-export async function backtest(em: EntityManager, lookback: number): Promise<BacktestView> {
+export async function backtest(
+  em: EntityManager,
+  lookback: number,
+  deadline: Deadline = NO_DEADLINE,
+): Promise<BacktestView> {
   validateLookback(lookback);
+  await deadline.checkpoint('the backtest');
   const latest = await em.findOne(LiquidityDay, { asOf: { $ne: '' } }, { orderBy: { asOf: 'desc' } });
   if (!latest) return { lookbackDays: lookback, from: '', to: '', ...backtestMeasures([]) };
   const to = latest.asOf;
   const from = shiftDate(to, -lookback);
+  await deadline.checkpoint('the backtest');
   const days = await em.find(LiquidityDay, { asOf: { $in: [from, to] } });
+  await deadline.checkpoint('the backtest');
   const byProtocol = new Map<string, { start?: LiquidityDay; end?: LiquidityDay }>();
   for (const d of days) {
     const entry = byProtocol.get(d.protocolId) ?? {};

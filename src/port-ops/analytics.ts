@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import { findPlain } from '../db/plain.js';
 import { DAY, type Clock } from '../kernel/clock.js';
 import { checkDate } from '../kernel/dates.js';
+import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import { badInput } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { tenant } from './common.js';
@@ -25,6 +27,9 @@ import { HOURS, mean, quantile, round, sortNumbers } from './stats.js';
  * Analytics are computed in code over the account's rows in the requested window: each report is
  * one statement for its facts plus one per small dimension table (ports, vessels, vendors), so
  * the statement count stays constant whatever the data size. Windows are capped at 3 years.
+ * Facts are read as plain rows (entity hydration of thousands of rows was most of a report's
+ * time), and each report yields to other requests between reading and computing, within the
+ * operation's deadline.
  */
 
 export enum Period {
@@ -69,8 +74,8 @@ export function periodKey(date: Date, period: Period): string | null {
 
 async function dimensions(em: EntityManager) {
   const [ports, vessels] = await Promise.all([
-    em.find(Port, {}),
-    em.find(Vessel, {}, { fields: ['id', 'type', 'imo'] }),
+    findPlain(em, Port, {}),
+    findPlain(em, Vessel, {}, { fields: ['id', 'type', 'imo'] }),
   ]);
   return { ports: new Map(ports.map((p) => [p.id, p])), vessels: new Map(vessels.map((v) => [v.id, v])) };
 }
@@ -91,15 +96,19 @@ export async function turnaround(
   principal: Principal,
   window: Window,
   groupBy: { byPort: boolean; byVesselType: boolean; period: Period },
+  deadline: Deadline = NO_DEADLINE,
 ): Promise<TurnaroundRow[]> {
+  await deadline.checkpoint('the turnaround report');
   const [calls, dims] = await Promise.all([
-    em.find(
+    findPlain(
+      em,
       PortCall,
       { ...tenant(principal), status: PortCallStatus.DEPARTED, ata: { $gte: window.from, $lt: window.to } },
       { fields: ['portId', 'vesselId', 'ata', 'atd'] },
     ),
     dimensions(em),
   ]);
+  await deadline.checkpoint('the turnaround report');
   const groups = new Map<
     string,
     { row: Omit<TurnaroundRow, 'calls' | 'meanHours' | 'medianHours' | 'p90Hours'>; hours: number[] }
@@ -150,24 +159,36 @@ export async function bunkerVolumes(
   principal: Principal,
   window: Window,
   portLocode?: string | null,
+  deadline: Deadline = NO_DEADLINE,
 ): Promise<BunkerVolumeRow[]> {
+  await deadline.checkpoint('the bunker volumes report');
   const only = portLocode ? await portByLocode(em, portLocode) : null;
-  const orders = await em.find(ServiceOrder, {
-    ...tenant(principal),
-    serviceType: ServiceType.BUNKERING,
-    status: ServiceOrderStatus.COMPLETED,
-    completedAt: { $gte: window.from, $lt: window.to },
-  });
+  const orders = await findPlain(
+    em,
+    ServiceOrder,
+    {
+      ...tenant(principal),
+      serviceType: ServiceType.BUNKERING,
+      status: ServiceOrderStatus.COMPLETED,
+      completedAt: { $gte: window.from, $lt: window.to },
+    },
+    { fields: ['portCallId', 'details', 'completedAt'] },
+  );
+  await deadline.checkpoint('the bunker volumes report');
   const calls = new Map(
     (
-      await em.find(
+      await findPlain(
+        em,
         PortCall,
         { id: { $in: [...new Set(orders.map((o) => o.portCallId))] } },
-        { fields: ['portId'] },
+        { fields: ['id', 'portId'] },
       )
     ).map((c) => [c.id, c.portId]),
   );
-  const ports = new Map((await em.find(Port, {})).map((p) => [p.id, p.locode]));
+  const ports = new Map(
+    (await findPlain(em, Port, {}, { fields: ['id', 'locode'] })).map((p) => [p.id, p.locode]),
+  );
+  await deadline.checkpoint('the bunker volumes report');
   const rows = new Map<string, BunkerVolumeRow>();
   for (const order of orders) {
     const locode = ports.get(calls.get(order.portCallId)!)!;
@@ -209,15 +230,19 @@ export async function vendorPerformance(
   em: EntityManager,
   principal: Principal,
   window: Window,
+  deadline: Deadline = NO_DEADLINE,
 ): Promise<VendorPerformanceRow[]> {
+  await deadline.checkpoint('the vendor performance report');
   const [orders, vendors] = await Promise.all([
-    em.find(
+    findPlain(
+      em,
       ServiceOrder,
       { ...tenant(principal), createdAt: { $gte: window.from, $lt: window.to } },
       { fields: ['vendorId', 'status', 'requestedFor', 'completedAt'] },
     ),
     em.find(Vendor, { ...tenant(principal) }),
   ]);
+  await deadline.checkpoint('the vendor performance report');
   const rows = new Map(
     vendors.map((vendor) => [vendor.id, { vendor, orders: 0, completed: 0, onTime: 0, cancelled: 0 }]),
   );
@@ -261,9 +286,12 @@ export async function vendorSpend(
   em: EntityManager,
   principal: Principal,
   window: Window,
+  deadline: Deadline = NO_DEADLINE,
 ): Promise<VendorSpendRow[]> {
+  await deadline.checkpoint('the vendor spend report');
   const [invoices, vendors] = await Promise.all([
-    em.find(
+    findPlain(
+      em,
       Invoice,
       {
         ...tenant(principal),
@@ -274,6 +302,7 @@ export async function vendorSpend(
     ),
     em.find(Vendor, { ...tenant(principal) }),
   ]);
+  await deadline.checkpoint('the vendor spend report');
   const byId = new Map(vendors.map((v) => [v.id, v]));
   const rows = new Map<
     string,

@@ -1,9 +1,9 @@
 import { Arg, Ctx, Field, Float, ID, Int, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
 import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
-import { RequiresScopes } from '../gateway/directives.js';
+import { Cost, ListSize, RequiresScopes } from '../gateway/directives.js';
 import { bunkerVolumes, Period, turnaround, vendorPerformance, vendorSpend, windowOf } from './analytics.js';
 import { FuelType, PortCall, VesselType } from './entities.js';
-import { bunkerDemandForecast, predictPortCall } from './predictions.js';
+import { bunkerDemandForecast, loadHistory, predictPortCall, type Sample } from './predictions.js';
 
 registerEnumType(Period, {
   name: 'AnalyticsPeriod',
@@ -203,6 +203,7 @@ export class InsightsResolver {
     description:
       'Port-call turnaround (time in port): mean, median, p90. Window defaults to the last 365 days.',
   })
+  @Cost(2500)
   @RequiresScopes('read:analytics')
   async portCallTurnaround(
     @Arg('from', () => Date, { nullable: true }) from: Date | null,
@@ -215,13 +216,20 @@ export class InsightsResolver {
     const window = windowOf(ctx.services.clock, from, to);
     return {
       ...window,
-      rows: await turnaround(ctx.em, requirePrincipal(ctx), window, { byPort, byVesselType, period }),
+      rows: await turnaround(
+        ctx.em,
+        requirePrincipal(ctx),
+        window,
+        { byPort, byVesselType, period },
+        ctx.deadline,
+      ),
     };
   }
 
   @Query(() => BunkerVolumeReport, {
     description: 'Delivered bunker volumes by month, port, fuel type and unit.',
   })
+  @Cost(3000)
   @RequiresScopes('read:analytics')
   async bunkerVolumes(
     @Arg('from', () => Date, { nullable: true }) from: Date | null,
@@ -232,13 +240,14 @@ export class InsightsResolver {
     const window = windowOf(ctx.services.clock, from, to);
     return {
       ...window,
-      rows: await bunkerVolumes(ctx.em, requirePrincipal(ctx), window, portLocode),
+      rows: await bunkerVolumes(ctx.em, requirePrincipal(ctx), window, portLocode, ctx.deadline),
     };
   }
 
   @Query(() => VendorPerformanceReport, {
     description: 'Per vendor: order volume, on-time rate and cancellation rate.',
   })
+  @Cost(3000)
   @RequiresScopes('read:analytics')
   async vendorPerformance(
     @Arg('from', () => Date, { nullable: true }) from: Date | null,
@@ -246,7 +255,7 @@ export class InsightsResolver {
     @Ctx() ctx: GatewayContext,
   ): Promise<VendorPerformanceReport> {
     const window = windowOf(ctx.services.clock, from, to);
-    const rows = await vendorPerformance(ctx.em, requirePrincipal(ctx), window);
+    const rows = await vendorPerformance(ctx.em, requirePrincipal(ctx), window, ctx.deadline);
     return {
       ...window,
       rows: rows.map(({ vendor, ...r }) => ({ vendorId: vendor.id, vendorName: vendor.name, ...r })),
@@ -256,6 +265,7 @@ export class InsightsResolver {
   @Query(() => VendorSpendReport, {
     description: 'Invoiced spend per vendor and currency, with paid and outstanding amounts.',
   })
+  @Cost(1000)
   @RequiresScopes('read:analytics')
   async vendorSpend(
     @Arg('from', () => Date, { nullable: true }) from: Date | null,
@@ -263,7 +273,7 @@ export class InsightsResolver {
     @Ctx() ctx: GatewayContext,
   ): Promise<VendorSpendReport> {
     const window = windowOf(ctx.services.clock, from, to);
-    const rows = await vendorSpend(ctx.em, requirePrincipal(ctx), window);
+    const rows = await vendorSpend(ctx.em, requirePrincipal(ctx), window, ctx.deadline);
     return {
       ...window,
       rows: rows.map(({ vendor, ...r }) => ({ vendorId: vendor.id, vendorName: vendor.name, ...r })),
@@ -273,18 +283,34 @@ export class InsightsResolver {
   @Query(() => PortCallPrediction, {
     description: 'Predicted berth and departure times (p10/p50/p90) for a call that has not departed.',
   })
+  @Cost(4000)
   @RequiresScopes('ai:predictions')
   async portCallPrediction(
     @Arg('portCallId', () => ID) portCallId: string,
     @Ctx() ctx: GatewayContext,
   ): Promise<PortCallPrediction> {
-    const prediction = await predictPortCall(ctx.em, ctx.services.clock, requirePrincipal(ctx), portCallId);
+    const principal = requirePrincipal(ctx);
+    // Aliased predictions in one operation share one read of the account's history.
+    const histories = ctx.loaders.get<string, Sample[]>('portCallHistory', (em, accounts) =>
+      Promise.all(accounts.map(() => loadHistory(em, principal, ctx.services.clock.now()))),
+    );
+    const prediction = await predictPortCall(
+      ctx.em,
+      ctx.services.clock,
+      principal,
+      portCallId,
+      ctx.deadline,
+      () => histories.load(principal.accountId),
+    );
     return { ...prediction, portCallId: prediction.portCall.id };
   }
 
   @Query(() => [BunkerForecast], {
     description: 'Bunker demand per fuel type and unit at a port for the next months (default 3, max 12).',
   })
+  @Cost(2000)
+  // One series per fuel type and unit: at most the nine fuel types in practice.
+  @ListSize({ assumedSize: 9 })
   @RequiresScopes('ai:predictions')
   async bunkerDemandForecast(
     @Arg('portLocode', () => String) portLocode: string,
@@ -292,10 +318,16 @@ export class InsightsResolver {
     @Arg('months', () => Int, { nullable: true }) months: number | null,
     @Ctx() ctx: GatewayContext,
   ): Promise<BunkerForecast[]> {
-    return bunkerDemandForecast(ctx.em, ctx.services.clock, requirePrincipal(ctx), {
-      portLocode,
-      fuelType,
-      months,
-    });
+    return bunkerDemandForecast(
+      ctx.em,
+      ctx.services.clock,
+      requirePrincipal(ctx),
+      {
+        portLocode,
+        fuelType,
+        months,
+      },
+      ctx.deadline,
+    );
   }
 }

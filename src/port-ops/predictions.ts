@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { DAY, HOUR, type Clock } from '../kernel/clock.js';
+import { findPlain } from '../db/plain.js';
+import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import { badInput, conflict } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { findOwned, tenant } from './common.js';
@@ -295,26 +297,44 @@ export function evaluateHoldout(history: readonly Sample[], now: Date, kind: Anc
   };
 }
 
-async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
+/** The account's departed calls before a moment; a request may share one load between predictions. */
+export type HistorySource = (before: Date) => Promise<Sample[]>;
+
+export async function loadHistory(em: EntityManager, principal: Principal, before: Date): Promise<Sample[]> {
+  // Raw column rows: hydrating every departed call as an entity, or even mapping it to property
+  // names, was most of a prediction's time and one long stretch of the event loop.
   const [calls, vessels] = await Promise.all([
-    em.find(
-      PortCall,
-      { ...tenant(principal), status: PortCallStatus.DEPARTED, atd: { $lt: before } },
-      { fields: ['portId', 'vesselId', 'eta', 'ata', 'atb', 'atd'] },
-    ),
-    em.find(Vessel, {}, { fields: ['id', 'type'] }),
+    em
+      .createQueryBuilder(PortCall)
+      .select(['portId', 'vesselId', 'eta', 'ata', 'atb', 'atd'])
+      .where({ ...tenant(principal), status: PortCallStatus.DEPARTED, atd: { $lt: before } })
+      .execute<HistoryRow[]>('all', false),
+    findPlain(em, Vessel, {}, { fields: ['id', 'type'] }),
   ]);
   const types = new Map(vessels.map((v) => [v.id, v.type]));
-  return calls
-    .filter((c) => c.ata && c.atb && c.atd)
-    .map((c) => ({
-      portId: c.portId,
-      vesselType: types.get(c.vesselId)!,
-      eta: c.eta,
-      ata: c.ata!,
-      atb: c.atb!,
-      atd: c.atd!,
-    }));
+  const samples: Sample[] = [];
+  for (const c of calls) {
+    if (c.ata === null || c.atb === null || c.atd === null) continue;
+    // SQLite gives epoch milliseconds, PostgreSQL Date objects: both construct the same Date.
+    samples.push({
+      portId: c.port_id,
+      vesselType: types.get(c.vessel_id)!,
+      eta: new Date(c.eta),
+      ata: new Date(c.ata),
+      atb: new Date(c.atb),
+      atd: new Date(c.atd),
+    });
+  }
+  return samples;
+}
+
+interface HistoryRow {
+  port_id: string;
+  vessel_id: string;
+  eta: number | Date;
+  ata: number | Date | null;
+  atb: number | Date | null;
+  atd: number | Date | null;
 }
 
 export async function predictPortCall(
@@ -322,7 +342,10 @@ export async function predictPortCall(
   clock: Clock,
   principal: Principal,
   portCallId: string,
+  deadline: Deadline = NO_DEADLINE,
+  history: HistorySource = (before) => loadHistory(em, principal, before),
 ): Promise<PortCallPrediction> {
+  await deadline.checkpoint('the prediction');
   const call = await findOwned(em, PortCall, 'PortCall', principal, portCallId);
   if (call.status === PortCallStatus.DEPARTED || call.status === PortCallStatus.CANCELLED) {
     throw conflict(`Port call ${call.id} is ${call.status}; there is nothing left to predict`, {
@@ -330,14 +353,15 @@ export async function predictPortCall(
     });
   }
   const now = clock.now();
-  const [history, vessel] = await Promise.all([
-    loadHistory(em, principal, now),
-    em.findOneOrFail(Vessel, call.vesselId),
-  ]);
-  if (history.length === 0)
+  const vessel = await em.findOneOrFail(Vessel, call.vesselId);
+  await deadline.checkpoint('the prediction history');
+  const samples = await history(now);
+  if (samples.length === 0)
     throw conflict('No departed port calls in this account yet: predictions need history', { sampleSize: 0 });
-  const prediction = predictFromHistory(history, { ...call, vesselType: vessel.type }, now);
-  return { portCall: call, ...prediction, evaluation: evaluateHoldout(history, now, prediction.anchorKind) };
+  await deadline.checkpoint('the prediction');
+  const prediction = predictFromHistory(samples, { ...call, vesselType: vessel.type }, now);
+  await deadline.checkpoint('the prediction evaluation');
+  return { portCall: call, ...prediction, evaluation: evaluateHoldout(samples, now, prediction.anchorKind) };
 }
 
 // ---------------------------------------------------------------- bunker demand
@@ -402,29 +426,38 @@ export async function bunkerDemandForecast(
   clock: Clock,
   principal: Principal,
   input: { portLocode: string; fuelType?: string | null; months?: number | null },
+  deadline: Deadline = NO_DEADLINE,
 ): Promise<BunkerForecast[]> {
   const horizon = input.months ?? 3;
   if (!Number.isInteger(horizon) || horizon < 1 || horizon > 12)
     throw badInput('months', `must be from 1 to 12 (got ${horizon})`);
+  await deadline.checkpoint('the bunker demand forecast');
   const port = await portByLocode(em, input.portLocode);
   const locode = port.locode;
   const now = clock.now();
   const since = monthStart(now, -36);
-  const rows = await em.find(ServiceOrder, {
-    ...tenant(principal),
-    serviceType: ServiceType.BUNKERING,
-    status: ServiceOrderStatus.COMPLETED,
-    completedAt: { $gte: since, $lt: monthStart(now) },
-  });
+  const rows = await findPlain(
+    em,
+    ServiceOrder,
+    {
+      ...tenant(principal),
+      serviceType: ServiceType.BUNKERING,
+      status: ServiceOrderStatus.COMPLETED,
+      completedAt: { $gte: since, $lt: monthStart(now) },
+    },
+    { fields: ['portCallId', 'details', 'completedAt'] },
+  );
   const atPort = new Set(
     (
-      await em.find(
+      await findPlain(
+        em,
         PortCall,
         { ...tenant(principal), portId: port.id, eta: { $gte: new Date(since.getTime() - 60 * DAY) } },
         { fields: ['id'] },
       )
     ).map((c) => c.id),
   );
+  await deadline.checkpoint('the bunker demand forecast');
   const series = new Map<string, Map<string, number>>();
   for (const order of rows) {
     if (!atPort.has(order.portCallId)) continue;

@@ -25,11 +25,16 @@ export interface TestServerOptions {
   seed?: boolean;
   /** Sees every SQL statement the server runs (statement-count tests). */
   onQuery?: (sql: string) => void;
+  /** How long a query waits for a free PostgreSQL pool connection (pool-exhaustion tests). */
+  poolAcquireTimeoutMs?: number;
 }
 
 /** The real server on a random loopback port, on a fresh database, with the demo data. */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase(options.dialect ?? 'sqlite', { onQuery: options.onQuery });
+  const database = await createTestDatabase(options.dialect ?? 'sqlite', {
+    onQuery: options.onQuery,
+    poolAcquireTimeoutMs: options.poolAcquireTimeoutMs,
+  });
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -37,6 +42,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     SECRETS_KEY: TEST_SECRETS_KEY,
+    // Nothing keeps connections to a test server across its close: no need to drain them.
+    SHUTDOWN_DRAIN_MS: '0',
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
