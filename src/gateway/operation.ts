@@ -23,6 +23,7 @@ import { andThen, isPromise, type MaybePromise } from '../kernel/maybe-async.js'
 import type { Principal } from '../kernel/principal.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
 import { createContext, type AppServices, type GatewayContext, type OperationMeta } from './context.js';
+import { estimateCost } from './demand.js';
 import { formatErrors, toGraphQLError } from './errors.js';
 
 /**
@@ -72,6 +73,11 @@ export interface OperationRequest {
   variables?: Record<string, unknown> | undefined;
   /** Filled in as the operation runs (label, error codes, response headers); the door reads it. */
   meta?: OperationMeta;
+  /**
+   * Whether the answer carries `extensions.cost` (GraphQL doors; default true). REST shims answer
+   * with one field of the result, so they skip the estimate.
+   */
+  reportCost?: boolean;
 }
 
 /** What a door sends back: the HTTP status the answer implies, extra headers and the body. */
@@ -86,6 +92,7 @@ export interface Admitted {
   readonly prepared: PreparedOperation;
   readonly context: GatewayContext;
   readonly variables: Record<string, unknown> | undefined;
+  readonly reportCost: boolean;
 }
 
 const MAX_PREPARED = 1000;
@@ -214,7 +221,7 @@ export class Operations {
     }
     const admitted = (): Admitted => {
       const context = createContext(this.services, request.requestId, principal, meta);
-      return { prepared, context, variables: request.variables };
+      return { prepared, context, variables: request.variables, reportCost: request.reportCost ?? true };
     };
     if (!principal) return admitted();
     try {
@@ -231,9 +238,39 @@ export class Operations {
     }
   }
 
-  /** Executes an admitted operation (for a subscription, on one event) and formats its answer. */
+  /**
+   * Executes an admitted operation (for a subscription, on one event) and formats its answer. A
+   * one-shot execution reports its estimated cost and the caller's budget in `extensions.cost`.
+   */
   execute(admitted: Admitted, root: unknown, meta?: OperationMeta): MaybePromise<Answer> {
-    const m = meta ?? admitted.context.meta;
+    const answer = this.executeOnce(admitted, root, meta ?? admitted.context.meta);
+    if (!admitted.reportCost || admitted.prepared.operationType === 'subscription') return answer;
+    return andThen(answer, (a) => this.withCost(a, admitted));
+  }
+
+  /**
+   * `extensions.cost`, as Shopify's and GitHub's GraphQL APIs report it: what the operation was
+   * estimated to cost against the per-operation maximum (GRAPHQL_MAX_COST), and the caller's
+   * per-minute budget after this call (the X-RateLimit-* headers' numbers).
+   */
+  private withCost(answer: Answer, admitted: Admitted): Answer {
+    const { prepared, variables } = admitted;
+    const requested = estimateCost(this.schema, prepared.document, prepared.operationName, variables);
+    const headers = answer.headers;
+    const limit = headers['X-RateLimit-Limit'];
+    const budget =
+      limit === undefined
+        ? undefined
+        : {
+            limit: Number(limit),
+            remaining: Number(headers['X-RateLimit-Remaining']),
+            resetAt: new Date(Number(headers['X-RateLimit-Reset']) * 1000).toISOString(),
+          };
+    const cost = { requested, maximum: this.services.config.graphqlMaxCost, ...(budget ? { budget } : {}) };
+    return { ...answer, body: { ...answer.body, extensions: { ...answer.body.extensions, cost } } };
+  }
+
+  private executeOnce(admitted: Admitted, root: unknown, m: OperationMeta): MaybePromise<Answer> {
     let result: MaybePromise<ExecutionResult>;
     try {
       result = admitted.prepared.compiled.query(root, admitted.context, admitted.variables);

@@ -129,6 +129,7 @@ function runRoute(
     requestId: request.id,
     variables,
     meta,
+    reportCost: false,
   });
   return andThen(answer, (a) => {
     reply.headers(a.headers);

@@ -82,6 +82,7 @@ export async function gql(
   body: {
     data?: Record<string, unknown> | null;
     errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
+    extensions?: Record<string, unknown>;
   };
 }> {
   const res = await fetch(`${url}/graphql`, {
