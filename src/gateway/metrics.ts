@@ -4,8 +4,11 @@ import type { Database } from '../db/orm.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
 import type { Plan } from '../kernel/plans.js';
 
-/** Which way a request came in: the first label of every request metric. */
-export type Door = 'graphql-http' | 'graphql-ws' | 'rest' | 'oauth' | 'other';
+/**
+ * Which way an HTTP request came in: the first label of every request metric. (graphql-ws traffic
+ * shows in the socket gauges and the admission refusals; its starts are not HTTP requests.)
+ */
+export type Door = 'graphql-http' | 'rest' | 'oauth' | 'other';
 
 /** Outcome of one webhook delivery attempt. */
 export type DeliveryOutcome = 'delivered' | 'retry' | 'failed';
@@ -144,7 +147,7 @@ export class Metrics {
 
   /** One answered request. `route` is the route template or the GraphQL operation ("query Name"). */
   request(door: Door, route: string, status: number, seconds: number, errorCodes: readonly string[]): void {
-    const label = door === 'graphql-http' || door === 'graphql-ws' ? this.operationLabel(route) : route;
+    const label = door === 'graphql-http' ? this.operationLabel(route) : route;
     this.requests.inc({ door, route: label, status: String(status) });
     this.duration.observe({ door, route: label }, seconds);
     for (const code of errorCodes) this.errors.inc({ door, code });
