@@ -29,6 +29,7 @@ import { MODULES } from '../modules.js';
 import type { AccessPolicy } from './access.js';
 import { loadOperations } from './rest.js';
 import type { ParamSpec, RestRoute } from './rest-routes.js';
+import { snakeCaseKey, type RestShape } from './rest-shape.js';
 
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or OpenAPI object: plain JSON. */
 export type Json = { [key: string]: unknown };
@@ -240,7 +241,10 @@ function routeOperation(inputs: OpenApiInputs, tag: string, route: RestRoute): J
   const responses: Record<string, Json> = {};
   if (status === 204) responses['204'] = { description: 'Done; no body' };
   else {
-    const result = resultSchema(inputs.schema, operation, fragments, route.result.split('.'));
+    const result = shapedSchema(
+      resultSchema(inputs.schema, operation, fragments, route.result.split('.')),
+      route.shape,
+    );
     responses[String(status)] = {
       description: status === 201 ? 'Created' : status === 202 ? 'Accepted' : 'OK',
       content: { 'application/json': { schema: route.notFound ? nonNull(result) : result } },
@@ -304,8 +308,17 @@ function paramSchema(spec: ParamSpec, graphqlType: GraphQLInputType | undefined)
       return graphqlType ? stripNull(inputSchema(graphqlType)) : {};
     case 'string': {
       const named = graphqlType && getNamedType(graphqlType);
-      if (named && isEnumType(named))
-        return { type: 'string', enum: named.getValues().map((v) => v.name), ...bounds };
+      if (named && isEnumType(named)) {
+        const values = named.getValues().map((v) => v.name);
+        // Read in any case, '-' or ' ' for '_' (ParamSpec.enum): an enum of one spelling would refuse the others.
+        if (spec.enum)
+          return {
+            type: 'string',
+            description: `One of ${values.map((v) => v.toLowerCase().replace(/_/g, '-')).join(', ')} (any case; - or space for _)`,
+            ...bounds,
+          };
+        return { type: 'string', enum: values, ...bounds };
+      }
       return { type: 'string', ...bounds };
     }
   }
@@ -471,4 +484,40 @@ function stripNull(schema: Json): Json {
 
 function withDescription(schema: Json, description: string | null | undefined): Json {
   return description ? { ...schema, description } : schema;
+}
+
+/**
+ * The response schema after the route's RestShape (rest-shape.ts): snake_case names at every
+ * depth, decimal strings sent as numbers, enum values sent lower-case.
+ */
+function shapedSchema(schema: Json, shape: RestShape | undefined): Json {
+  if (!shape) return schema;
+  const numbers = new Set(shape.numbers);
+  const lower = new Set(shape.lowerCase);
+  const rename = (key: string) => (shape.snakeCaseKeys ? snakeCaseKey(key) : key);
+  const walk = (node: Json, name?: string): Json => {
+    let out: Json = { ...node };
+    if (out.items) out.items = walk(out.items as Json, name);
+    if (out.properties) {
+      out.properties = Object.fromEntries(
+        Object.entries(out.properties as Record<string, Json>).map(([key, value]) => [
+          rename(key),
+          walk(value, rename(key)),
+        ]),
+      );
+      if (out.required) out.required = (out.required as string[]).map(rename);
+    }
+    const types = ([] as unknown[]).concat(out.type ?? []);
+    if (name && numbers.has(name) && types.includes('string')) {
+      out = { ...out, type: types.length > 1 ? ['number', 'null'] : 'number' };
+    }
+    if (name && lower.has(name) && out.enum) {
+      out = {
+        ...out,
+        enum: (out.enum as Array<string | null>).map((v) => (v === null ? v : v.toLowerCase())),
+      };
+    }
+    return out;
+  };
+  return walk(schema);
 }
