@@ -61,6 +61,7 @@ const ERROR_RESPONSES: Record<number, string> = {
   409: 'The change conflicts with the current state',
   429: 'Rate limit or monthly quota exceeded (Retry-After says when to try again)',
   500: 'Unexpected server error',
+  503: 'The database is unreachable, or the operation ran past its deadline (DEADLINE_EXCEEDED); Retry-After when known',
 };
 
 /**
@@ -250,7 +251,7 @@ function routeOperation(inputs: OpenApiInputs, tag: string, route: RestRoute): J
       content: { 'application/json': { schema: route.notFound ? nonNull(result) : result } },
     };
   }
-  const errorStatuses = [400, 401, 429, 500];
+  const errorStatuses = [400, 401, 429, 500, 503];
   if (requirements.plan) errorStatuses.push(402);
   if (requirements.scopes.length > 0) errorStatuses.push(403);
   if (route.notFound || pathNames.length > 0) errorStatuses.push(404);
