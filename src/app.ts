@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import type { Config } from './config.js';
 import { AuditWriter } from './audit/writer.js';
@@ -20,6 +20,10 @@ import { registerGraphQL } from './gateway/graphql-http.js';
 import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
 import { Operations } from './gateway/operation.js';
 import { createRateLimiter } from './gateway/limits.js';
+import { Metrics, poolSnapshot, registerMetricsRoute } from './gateway/metrics.js';
+import { gatewayOpenApi, registerOpenApiRoute } from './gateway/openapi.js';
+import { persistedOperations } from './gateway/persisted.js';
+import { Telemetry } from './gateway/telemetry.js';
 import { prepareRoutes, registerRestRoutes } from './gateway/rest.js';
 import { gatewaySchema } from './gateway/schema.js';
 import { systemClock, type Clock } from './kernel/clock.js';
@@ -60,6 +64,8 @@ export interface AppOptions {
   logger?: boolean;
   /** Replaces the rate limiter built from config (tests that need another budget). */
   admission?: Admission;
+  /** Replaces the tracing built from config (tests export spans to memory). */
+  telemetry?: Telemetry;
 }
 
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<App> {
@@ -67,8 +73,14 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const db = options.db ?? (await openDatabase(config.databaseUrl));
   if (!options.db) await db.migrate();
 
+  const metrics = new Metrics();
+  const telemetry = options.telemetry ?? Telemetry.create(config);
+  telemetry.traceStatements(db);
+  metrics.observePool(() => poolSnapshot(db));
   const fastify = Fastify({
     logger: options.logger === false ? false : { level: config.logLevel },
+    // The edge logs one line per request with its operation and caller instead.
+    logController: new LogController({ disableRequestLogging: true }),
     trustProxy: config.trustProxy,
     genReqId: (req) => requestIdOf(req.headers['x-request-id']),
     bodyLimit: 1024 * 1024,
@@ -86,7 +98,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const schema = gatewaySchema();
   const policy = new AccessPolicy(schema);
   const credentials = new CredentialResolver(db, clock, config.credentialCacheTtlMs);
-  const limiter = options.admission ? undefined : await createRateLimiter(config, clock, fastify.log);
+  const limiter = options.admission
+    ? undefined
+    : await createRateLimiter(config, clock, fastify.log, metrics);
+  const persisted = await persistedOperations(config, fastify.log);
   const audit = new AuditWriter(db, (e) => fastify.log.error({ err: e }, 'audit write failed'));
   const services: AppServices = {
     config,
@@ -100,6 +115,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     policy,
     validationRules: [demandControl({ maxDepth: config.graphqlMaxDepth, maxCost: config.graphqlMaxCost })],
     secrets: openSecretBox(config),
+    metrics,
+    telemetry,
+    persisted,
   };
   const started: typeof MODULES = [];
   try {
@@ -116,9 +134,11 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   }
 
   registerErrorHandlers(fastify);
-  registerEdge(fastify, credentials, audit, clock);
+  registerEdge(fastify, credentials, audit, clock, { metrics, telemetry });
   const cors = config.corsOrigins.length > 0 ? registerCors(fastify, apiCors(config.corsOrigins)) : undefined;
   await registerPlayground(fastify, services); // wired by h14-playground
+  registerMetricsRoute(fastify, metrics, config.metricsToken);
+  registerOpenApiRoute(fastify, gatewayOpenApi(schema, policy));
 
   let closing = false;
   fastify.get('/healthz', async () => ({ status: 'ok' }));
@@ -143,6 +163,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   for (const module of MODULES) await module.http?.(fastify, services, operations);
   cors?.answerPreflights();
   const ws = registerGraphQLWs(fastify, operations, services, credentials, audit);
+  metrics.observeSockets(() => ({ connections: ws.connectionCount, subscriptions: ws.subscriptionCount }));
 
   return {
     fastify,
@@ -165,6 +186,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       await audit.flush();
       await credentials.flushLastUsed();
       await limiter?.close();
+      await telemetry.shutdown();
+      await persisted.close();
       if (!options.db) await db.close();
     },
   };

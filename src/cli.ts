@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { accountCommands } from './accounts/cli.js';
 import { auditCommands } from './audit/cli.js';
@@ -41,10 +43,13 @@ const coreCommands: CliCommand[] = [
     name: 'seed',
     description: 'Create the demo dataset on an empty database and print its credentials once',
     usage: '--demo',
-    options: { demo: { type: 'boolean', required: true } },
-    async run({ db, clock, config }) {
+    options: {
+      demo: { description: 'Required: confirms the demo dataset is wanted', type: 'boolean', required: true },
+    },
+    async run({ db, clock, config, progress }) {
       if (!(await isEmpty(db.em())))
         throw new Error('The database already has accounts; demo data is only seeded into an empty database');
+      progress?.('seeding the demo dataset (accounts, keys, port operations, liquidity history)');
       const creds = await seedDemo(db, { clock, config });
       return {
         json: {
@@ -72,16 +77,50 @@ export const COMMANDS: CliCommand[] = [
   ...eventsCommands,
 ];
 
-function usage(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+function usage(commands: CliCommand[] = COMMANDS): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
   return [
     'Usage: tidegate <command> [options] [--json]',
     '',
-    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.usage ? c.usage + '  ' : ''}— ${c.description}`),
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.usage ? c.usage + '  ' : ''}— ${c.description}`),
     '',
     'Every command honours DATABASE_URL. --json prints exactly one JSON object on stdout.',
+    'tidegate <command> --help describes a command and its options; tidegate --version prints the version.',
   ].join('\n');
 }
+
+/** `tidegate keys create --help`: what it does, its arguments and every option with its meaning. */
+function commandHelp(command: CliCommand): string {
+  const all: NonNullable<CliCommand['options']> = {
+    ...command.options,
+    json: { type: 'boolean', description: 'Print exactly one JSON object on stdout (no progress)' },
+  };
+  const options = Object.entries(all).map(([name, spec]) => {
+    const flag = `--${name}${spec.type === 'string' ? ' VALUE' : ''}`;
+    const notes = [spec.required ? 'required' : '', spec.multiple ? 'repeatable' : ''].filter(Boolean);
+    return [flag, `${spec.description}${notes.length ? ` (${notes.join(', ')})` : ''}`] as const;
+  });
+  const width = Math.max(...options.map(([flag]) => flag.length));
+  return [
+    `Usage: tidegate ${command.name}${command.usage ? ` ${command.usage}` : ''}`,
+    '',
+    command.description,
+    ...(command.positionals?.length ? ['', `Arguments: ${command.positionals.join(' ')}`] : []),
+    '',
+    'Options:',
+    ...options.map(([flag, text]) => `  ${flag.padEnd(width)}  ${text}`),
+    `  ${'--help'.padEnd(width)}  Show this help`,
+  ].join('\n');
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  return `tidegate ${pkg.version}`;
+}
+
+const wantsHelp = (args: string[]) => args.includes('--help') || args.includes('-h');
 
 function findCommand(argv: string[]): { command: CliCommand; rest: string[] } | null {
   for (const words of [2, 1]) {
@@ -109,11 +148,27 @@ async function dispatch(argv: string[]): Promise<number> {
     process.stderr.write(usage() + '\n');
     return 2;
   }
+  if (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version') {
+    process.stdout.write(version() + '\n');
+    return 0;
+  }
   if (argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
-    process.stdout.write(usage() + '\n');
+    const named = argv.slice(1).filter((a) => !a.startsWith('-'));
+    const found = named.length > 0 ? findCommand(named) : null;
+    process.stdout.write((found ? commandHelp(found.command) : usage()) + '\n');
     return 0;
   }
   const found = findCommand(argv);
+  if (found && wantsHelp(found.rest)) {
+    process.stdout.write(commandHelp(found.command) + '\n');
+    return 0;
+  }
+  // `tidegate keys --help`: the commands of that group.
+  const group = COMMANDS.filter((c) => c.name.split(' ')[0] === argv[0]);
+  if (!found && wantsHelp(argv) && group.length > 0) {
+    process.stdout.write(usage(group) + '\n');
+    return 0;
+  }
   if (!found) {
     process.stderr.write(
       `tidegate: unknown command '${argv
@@ -156,6 +211,8 @@ async function dispatch(argv: string[]): Promise<number> {
   }
 
   const json = parsed.values.json === true;
+  const progress =
+    !json && process.stderr.isTTY ? (message: string) => process.stderr.write(`… ${message}\n`) : undefined;
   const config = loadConfig();
   if (command.noDatabase) {
     await command.run(
@@ -168,7 +225,7 @@ async function dispatch(argv: string[]): Promise<number> {
   try {
     if (command.name !== 'migrate') await db.migrate();
     const result = await command.run(
-      { config, db, clock: systemClock },
+      { config, db, clock: systemClock, progress },
       { options: parsed.values, positionals: parsed.positionals },
     );
     if (command.streamsOutput) process.stderr.write(result.text + '\n');

@@ -60,6 +60,14 @@ export interface Config {
   /** Channel prefix on Redis, so several deployments (or test runs) can share one server. */
   redisPrefix: string;
   wsMaxSubscriptionsPerConnection: number;
+  /** When set, GET /metrics wants `Authorization: Bearer <token>`; open otherwise (scrape from a private network). */
+  metricsToken: string | undefined;
+  /** OTLP/HTTP collector (OTEL_EXPORTER_OTLP_ENDPOINT); tracing is off, at no cost, when unset. */
+  otelEndpoint: string | undefined;
+  /** service.name of exported spans (OTEL_SERVICE_NAME). */
+  otelServiceName: string;
+  /** Only operations registered in schema/operations/ may run on /graphql (TRUSTED_DOCUMENTS). */
+  trustedDocuments: boolean;
   wsKeepAliveMs: number;
   /** Events a subscription may have waiting to be sent before it is ended (a reader slower than the feed). */
   wsMaxBacklogEvents: number;
@@ -224,6 +232,10 @@ export function loadConfig(env: Env = process.env): Config {
     wsMaxSubscriptionsPerConnection: int('WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 50, 1, 10_000),
     wsKeepAliveMs: duration('WS_KEEPALIVE', '12s'),
     wsMaxBacklogEvents: int('WS_MAX_BACKLOG_EVENTS', 1000, 1, 1_000_000),
+    metricsToken: env.METRICS_TOKEN || undefined,
+    otelEndpoint: parseOtelEndpoint(env.OTEL_EXPORTER_OTLP_ENDPOINT, problems),
+    otelServiceName: env.OTEL_SERVICE_NAME || 'tidegate',
+    trustedDocuments: bool('TRUSTED_DOCUMENTS', false),
     planLimits,
     portOpsPerMinute: int('PORT_OPS_PER_MINUTE', 600, 1),
     sandboxPerMinute: int('SANDBOX_PER_MINUTE', 20, 1),
@@ -317,6 +329,16 @@ function parseTrustProxy(raw: string | undefined, problems: string[]): boolean |
     return false;
   }
   return entries.join(',');
+}
+
+function parseOtelEndpoint(raw: string | undefined, problems: string[]): string | undefined {
+  const value = raw?.trim().replace(/\/+$/, '');
+  if (!value) return undefined;
+  if (!/^https?:\/\/[^/]/i.test(value)) {
+    problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL (got '${raw}')`);
+    return undefined;
+  }
+  return value;
 }
 
 export function isPostgresUrl(url: string): boolean {

@@ -10,8 +10,8 @@ export async function serve(): Promise<void> {
   const creds =
     config.demoSeed && (await isEmpty(services.db.em())) ? await seedDemo(services.db, services) : null;
   const url = await app.listen();
-  // Printed straight to stdout (not the JSON log), once, with the address actually listened on.
-  if (creds) process.stdout.write(formatDemoCredentials(creds, url) + '\n');
+  // To stderr, once, with the address actually listened on: stdout carries only the JSON log.
+  if (creds) process.stderr.write(formatDemoCredentials(creds, url) + '\n');
   services.logger.info({ url, database: services.db.dialect }, `tidegate listening on ${url}`);
 
   let stopping = false;

@@ -1,7 +1,10 @@
 import { parseDuration } from '../kernel/clock.js';
 import type { CliCommand } from '../kernel/cli-command.js';
-import { badInput } from '../kernel/errors.js';
-import type { ApiKey } from './entities.js';
+import { badInput, notFound } from '../kernel/errors.js';
+import { randomBytes } from 'node:crypto';
+import { hashPassword } from '../kernel/crypto.js';
+import { PLAN_ORDER, parsePlan } from '../kernel/plans.js';
+import { Account, ApiKey, User } from './entities.js';
 import {
   createAccount,
   createApiKey,
@@ -33,10 +36,45 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' ?
 
 export const accountCommands: CliCommand[] = [
   {
+    name: 'accounts list',
+    description: 'List accounts with their plan',
+    usage: '[--plan PLAN] [--json]',
+    options: { plan: { description: 'Only accounts on this plan', type: 'string' } },
+    async run({ db }, { options }) {
+      const plan = str(options.plan);
+      const parsed = plan === undefined ? undefined : parsePlan(plan);
+      if (plan !== undefined && !parsed)
+        throw badInput('plan', `must be one of ${PLAN_ORDER.join(', ')} (got '${plan}')`);
+      const accounts = await db
+        .em()
+        .find(Account, parsed ? { plan: parsed } : {}, { orderBy: { createdAt: 'asc', id: 'asc' } });
+      const rows = accounts.map((a) => ({
+        id: a.id,
+        name: a.name,
+        plan: a.plan,
+        created_at: a.createdAt.toISOString(),
+      }));
+      return {
+        json: { accounts: rows },
+        text:
+          rows.length === 0
+            ? 'No accounts'
+            : rows.map((a) => `${a.id}  ${a.plan.padEnd(13)}  ${a.name}`).join('\n'),
+      };
+    },
+  },
+  {
     name: 'accounts create',
     description: 'Create an account on a plan',
     usage: '--name NAME --plan OBSERVER|ANALYST|PROFESSIONAL|INSTITUTIONAL',
-    options: { name: { type: 'string', required: true }, plan: { type: 'string', required: true } },
+    options: {
+      name: { description: 'Display name of the account', type: 'string', required: true },
+      plan: {
+        description: 'Plan: OBSERVER, ANALYST, PROFESSIONAL or INSTITUTIONAL',
+        type: 'string',
+        required: true,
+      },
+    },
     async run({ db, clock }, { options }) {
       const account = await createAccount(db.em(), clock, {
         name: str(options.name)!,
@@ -58,11 +96,11 @@ export const accountCommands: CliCommand[] = [
     description: 'Create a user (console and OAuth login) in an account',
     usage: '--account ID --email EMAIL --password PASSWORD [--name NAME] [--admin]',
     options: {
-      account: { type: 'string', required: true },
-      email: { type: 'string', required: true },
-      password: { type: 'string', required: true },
-      name: { type: 'string' },
-      admin: { type: 'boolean' },
+      account: { description: 'Account id the user belongs to', type: 'string', required: true },
+      email: { description: 'Sign-in email (stored lower-case)', type: 'string', required: true },
+      password: { description: 'Initial password (stored as a scrypt hash)', type: 'string', required: true },
+      name: { description: 'Display name', type: 'string' },
+      admin: { description: 'Give the user the admin scope', type: 'boolean' },
     },
     async run({ db, clock }, { options }) {
       const user = await createUser(db.em(), clock, {
@@ -89,10 +127,10 @@ export const accountCommands: CliCommand[] = [
     description: 'Create an API key; the secret is printed once',
     usage: '--account ID [--scopes "read:vessels read:port_calls"] [--name NAME] [--expires-in 30d]',
     options: {
-      account: { type: 'string', required: true },
-      scopes: { type: 'string' },
-      name: { type: 'string' },
-      'expires-in': { type: 'string' },
+      account: { description: 'Account id the key acts for', type: 'string', required: true },
+      scopes: { description: 'Space-separated scopes (default: every scope but admin)', type: 'string' },
+      name: { description: 'A label to recognise the key by', type: 'string' },
+      'expires-in': { description: 'Lifetime, e.g. 30d or 12h (default: no expiry)', type: 'string' },
     },
     async run({ db, clock, config }, { options }) {
       let expiresAt: Date | null = null;
@@ -113,6 +151,52 @@ export const accountCommands: CliCommand[] = [
       return {
         json: { ...keyJson(key), api_key: secret },
         text: `Created API key ${key.id} (${key.scopes.length} scopes)\n\n  ${secret}\n\nStore it now: it is shown only once.`,
+      };
+    },
+  },
+  {
+    name: 'keys list',
+    description: "List an account's API keys (prefix, scopes, expiry; never the secret)",
+    usage: '--account ID [--json]',
+    options: { account: { description: 'Account id', type: 'string', required: true } },
+    async run({ db }, { options }) {
+      const em = db.em();
+      const accountId = str(options.account)!;
+      if (!(await em.count(Account, { id: accountId }))) throw notFound('Account', accountId);
+      const keys = await em.find(
+        ApiKey,
+        { account: accountId },
+        { orderBy: { createdAt: 'asc', id: 'asc' } },
+      );
+      const rows = keys.map(keyJson);
+      const state = (k: (typeof rows)[number]) =>
+        k.revoked_at ? 'revoked' : k.expires_at ? `expires ${k.expires_at}` : 'active';
+      return {
+        json: { keys: rows },
+        text:
+          rows.length === 0
+            ? 'No API keys'
+            : rows
+                .map((k) => `${k.id}  ${k.prefix}…  ${state(k)}  ${k.name}  [${k.scopes.join(' ')}]`)
+                .join('\n'),
+      };
+    },
+  },
+  {
+    name: 'users reset-password',
+    description: 'Give a user a new random password, printed once (the way back from a lost demo banner)',
+    usage: '--email EMAIL [--json]',
+    options: { email: { description: "The user's sign-in email", type: 'string', required: true } },
+    async run({ db }, { options }) {
+      const email = str(options.email)!.trim().toLowerCase();
+      const password = randomBytes(12).toString('base64url');
+      const updated = await db
+        .em()
+        .nativeUpdate(User, { email }, { passwordHash: await hashPassword(password) });
+      if (updated === 0) throw notFound('User', email);
+      return {
+        json: { email, password },
+        text: `New password for ${email} (shown once; stored only as a scrypt hash): ${password}`,
       };
     },
   },

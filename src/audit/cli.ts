@@ -18,7 +18,11 @@ export const auditCommands: CliCommand[] = [
     description: 'Write the audit log as JSON lines (oldest first) to stdout',
     usage: '[--since ISO] [--until ISO] [--account ID]',
     streamsOutput: true,
-    options: { since: { type: 'string' }, until: { type: 'string' }, account: { type: 'string' } },
+    options: {
+      since: { description: 'Only entries at or after this ISO-8601 time', type: 'string' },
+      until: { description: 'Only entries before this ISO-8601 time', type: 'string' },
+      account: { description: 'Only entries of this account id', type: 'string' },
+    },
     async run({ db }, { options }) {
       const filter = auditFilter({
         accountId: typeof options.account === 'string' ? options.account : null,

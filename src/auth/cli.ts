@@ -34,12 +34,23 @@ export const authCommands: CliCommand[] = [
     usage:
       '--account ID --name NAME --redirect-uri URI [--redirect-uri URI2] --scopes "read:vessels read:port_calls" [--grant-types "authorization_code refresh_token client_credentials"] [--public]',
     options: {
-      account: { type: 'string', required: true },
-      name: { type: 'string', required: true },
-      'redirect-uri': { type: 'string', multiple: true },
-      scopes: { type: 'string', required: true },
-      'grant-types': { type: 'string' },
-      public: { type: 'boolean' },
+      account: { description: 'Account id the client acts for', type: 'string', required: true },
+      name: { description: 'Name shown on the consent page', type: 'string', required: true },
+      'redirect-uri': {
+        description: 'An allowed redirect URI (repeat for several)',
+        type: 'string',
+        multiple: true,
+      },
+      scopes: {
+        description: 'Space-separated scopes the client may request',
+        type: 'string',
+        required: true,
+      },
+      'grant-types': {
+        description: 'Space-separated: authorization_code refresh_token client_credentials',
+        type: 'string',
+      },
+      public: { description: 'A public client (no secret; PKCE only)', type: 'boolean' },
     },
     async run({ db, clock }, { options }) {
       const { client, secret } = await createClient(db.em(), clock, null, {
@@ -93,7 +104,13 @@ export const authCommands: CliCommand[] = [
     description:
       'Add a new token signing key: published at once, signing after the JWKS cache time (--now: at once); old public keys stay published until their tokens expire. Refused unless this master key opens the current key; --replace-unreadable (the master key was lost): sign at once with a key sealed under this one',
     usage: '[--now] [--replace-unreadable]',
-    options: { now: { type: 'boolean' }, 'replace-unreadable': { type: 'boolean' } },
+    options: {
+      now: { description: 'Sign with the new key at once instead of after the overlap', type: 'boolean' },
+      'replace-unreadable': {
+        description: 'Replace signing keys that SECRETS_KEY cannot decrypt',
+        type: 'boolean',
+      },
+    },
     async run({ db, clock, config }, { options }) {
       const em = db.em();
       const replaceUnreadable = options['replace-unreadable'] === true;

@@ -17,6 +17,7 @@ import { openCounterStore } from '../kernel/counters.js';
 import { AuthRuntime } from './runtime.js';
 import { tokenEndpoint } from './token-endpoint.js';
 import { userinfoEndpoint } from './userinfo-endpoint.js';
+import { oauthOpenApi } from './openapi.js';
 
 const runtimes = new WeakMap<AppServices, AuthRuntime>();
 
@@ -124,6 +125,7 @@ async function browserPages(app: FastifyInstance, runtime: AuthRuntime): Promise
  */
 export const authModule: DomainModule = {
   name: 'auth',
+  openApi: oauthOpenApi,
   resolvers: [],
   async start(services) {
     const { config, clock, logger } = services;

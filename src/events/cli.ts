@@ -15,7 +15,10 @@ export const eventsCommands: CliCommand[] = [
     name: 'webhooks list',
     description: 'List webhook endpoints (all accounts, or one), with status and why any was disabled',
     usage: '[--account ID] [--disabled] [--json]',
-    options: { account: { type: 'string' }, disabled: { type: 'boolean' }, json: { type: 'boolean' } },
+    options: {
+      account: { description: 'Only endpoints of this account id', type: 'string' },
+      disabled: { description: 'Only disabled endpoints', type: 'boolean' },
+    },
     async run({ db }, { options }) {
       const endpoints = await db.em().find(
         WebhookEndpoint,
@@ -51,7 +54,7 @@ export const eventsCommands: CliCommand[] = [
     name: 'outbox status',
     description: 'Webhook outbox backlog: events not yet dispatched, deliveries pending / failed / delivered',
     usage: '[--json]',
-    options: { json: { type: 'boolean' } },
+    options: {},
     async run({ db }) {
       const em = db.em();
       const [undispatched, pending, failed, delivered] = await Promise.all([
@@ -86,7 +89,9 @@ export const eventsCommands: CliCommand[] = [
     description:
       'Delete delivered/failed webhook deliveries and dispatched events older than the retention window (never ones still retrying)',
     usage: '[--older-than 30d] [--json]',
-    options: { 'older-than': { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      'older-than': { description: 'Age to purge past, e.g. 30d (default: EVENT_RETENTION)', type: 'string' },
+    },
     async run({ db, config, clock }, { options }) {
       const raw = options['older-than'];
       let olderThanMs = config.eventRetentionMs;

@@ -1,10 +1,10 @@
 import { ApiKey } from '../accounts/entities.js';
 import { AccessTokenRecord } from '../auth/entities.js';
-import type { AppServices } from '../gateway/context.js';
+import type { AppServices, EventPublisher } from '../gateway/context.js';
 import type { DomainModule } from '../gateway/module.js';
 import { createEventBus, installEventBus, type EventBus } from './bus.js';
 import { CREDENTIAL_REVOKED, webhookDomainOf } from './catalog.js';
-import { WebhookOutbox } from './outbox.js';
+import { WebhookOutbox, outboxSnapshot } from './outbox.js';
 import { eventsRestRoutes } from './rest.js';
 import {
   LiquidityWebhookResolver,
@@ -69,6 +69,17 @@ function watchRevokedCredentials(services: AppServices, bus: EventBus): () => vo
   return () => clearInterval(timer);
 }
 
+/** Counts what this process publishes and remembers the trace each event was published in. */
+function observedPublisher(services: AppServices, bus: EventBus): EventPublisher {
+  return {
+    publish(events) {
+      services.metrics.published(events.map((e) => e.type));
+      services.telemetry.rememberEvents(events.map((e) => e.id));
+      return bus.publish(events);
+    },
+  };
+}
+
 export const eventsModule: DomainModule = {
   name: 'events',
   resolvers: [
@@ -83,6 +94,7 @@ export const eventsModule: DomainModule = {
   async start(services) {
     const bus = await createEventBus(services);
     installEventBus(services, bus);
+    services.events = observedPublisher(services, bus);
     // This server publishes what it stages; events staged elsewhere (the CLI) are relayed by the outbox.
     publishesLive(services.db);
     const resealed = await resealLegacySecrets(services.db, services.secrets);
@@ -100,6 +112,7 @@ export const eventsModule: DomainModule = {
       }
     });
     outbox?.start();
+    services.metrics.observeOutbox(() => outboxSnapshot(services.db, services.clock));
     running.set(services, { bus, outbox, stopKeyWatch: watchRevokedCredentials(services, bus) });
   },
   async stop(services) {

@@ -7,7 +7,9 @@ import { LockMode, raw, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Account } from '../accounts/entities.js';
 import type { AppServices, DomainEvent } from '../gateway/context.js';
-import { HOUR } from '../kernel/clock.js';
+import type { Database } from '../db/orm.js';
+import type { OutboxSnapshot } from '../gateway/metrics.js';
+import { HOUR, type Clock } from '../kernel/clock.js';
 import { isAppError } from '../kernel/errors.js';
 import { Plan, planAtLeast } from '../kernel/plans.js';
 import { WebhookDomain, webhookDomainOf } from './catalog.js';
@@ -72,7 +74,10 @@ interface AttemptResult {
 
 type Answer = Pick<AttemptResult, 'statusCode' | 'error' | 'snippet'>;
 
-export type OutboxOptions = Pick<AppServices, 'db' | 'clock' | 'config' | 'logger' | 'secrets' | 'events'> & {
+export type OutboxOptions = Pick<
+  AppServices,
+  'db' | 'clock' | 'config' | 'logger' | 'secrets' | 'events' | 'metrics' | 'telemetry'
+> & {
   /** DNS for receiver hosts; the system resolver unless a test plays DNS. */
   resolve?: Resolver;
 };
@@ -376,14 +381,25 @@ export class WebhookOutbox {
       });
       const body = webhookBody(event);
       const signedAt = clock.now();
-      answer = await this.post(target, body, controller.signal, {
-        'content-type': 'application/json',
-        'user-agent': 'tidegate-webhooks/1.0',
-        'tidegate-event-id': event.id,
-        'tidegate-event-type': event.type,
-        'tidegate-delivery-id': delivery.id,
-        [SIGNATURE_HEADER]: signatureHeader(signingSecrets(secrets, endpoint, signedAt), body, signedAt),
-      });
+      answer = await this.options.telemetry.delivery(
+        event.id,
+        {
+          'tidegate.event.type': event.type,
+          'tidegate.delivery.id': delivery.id,
+          'server.address': target.url.host,
+        },
+        (traceHeaders) =>
+          this.post(target, body, controller.signal, {
+            'content-type': 'application/json',
+            'user-agent': 'tidegate-webhooks/1.0',
+            'tidegate-event-id': event.id,
+            'tidegate-event-type': event.type,
+            'tidegate-delivery-id': delivery.id,
+            [SIGNATURE_HEADER]: signatureHeader(signingSecrets(secrets, endpoint, signedAt), body, signedAt),
+            ...traceHeaders,
+          }),
+        (answer) => answer.statusCode,
+      );
     } catch (e) {
       answer = {
         statusCode: null,
@@ -430,6 +446,7 @@ export class WebhookOutbox {
     );
     // Someone re-claimed the row after its lease expired: their attempt and state win.
     if (updated === 0) return;
+    this.options.metrics.deliveryAttempt(ok ? 'delivered' : exhausted ? 'failed' : 'retry');
     await tx.insert(WebhookDeliveryAttempt, {
       id: randomUUID(),
       delivery: delivery.id,
@@ -532,6 +549,34 @@ export class WebhookOutbox {
       request.end(body);
     });
   }
+}
+
+/** The backlog a metrics scrape reports: two indexed counts and two minimums. */
+export async function outboxSnapshot(db: Database, clock: Clock): Promise<OutboxSnapshot> {
+  const em = db.em();
+  const [pending, undispatched, oldestDelivery, oldestEvent] = await Promise.all([
+    em.count(WebhookDelivery, { status: WebhookDeliveryStatus.PENDING }),
+    em.count(EventRecord, { dispatchedAt: null }),
+    em.findOne(
+      WebhookDelivery,
+      { status: WebhookDeliveryStatus.PENDING },
+      { fields: ['createdAt'], orderBy: { createdAt: 'asc' } },
+    ),
+    em.findOne(
+      EventRecord,
+      { dispatchedAt: null },
+      { fields: ['occurredAt'], orderBy: { occurredAt: 'asc' } },
+    ),
+  ]);
+  const oldest = Math.min(
+    oldestDelivery?.createdAt.getTime() ?? Infinity,
+    oldestEvent?.occurredAt.getTime() ?? Infinity,
+  );
+  return {
+    pending,
+    undispatched,
+    oldestAgeSeconds: oldest === Infinity ? 0 : Math.max(0, (clock.now().getTime() - oldest) / 1000),
+  };
 }
 
 /**

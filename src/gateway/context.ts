@@ -13,6 +13,9 @@ import type { Principal } from '../kernel/principal.js';
 import type { AuditWriter } from '../audit/writer.js';
 import type { AccessPolicy, Requirements } from './access.js';
 import type { CredentialResolver } from './credentials.js';
+import type { Metrics } from './metrics.js';
+import type { PersistedOperations } from './persisted.js';
+import type { Telemetry } from './telemetry.js';
 
 /**
  * Process-wide services every door shares. Domains that need more (event bus, rate limiter,
@@ -35,6 +38,9 @@ export interface AppServices {
   validationRules: ValidationRule[];
   /** Encryption at rest for secrets the service must read back, and the root of derived keys. */
   secrets: SecretBox;
+  metrics: Metrics; // wired by h16-ops
+  telemetry: Telemetry; // wired by h16-ops
+  persisted: PersistedOperations; // wired by h16-ops
 }
 
 export interface AdmissionResult {

@@ -9,6 +9,8 @@ import { isPromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import { extractCredential, type CredentialResolver } from './credentials.js';
 import { appErrorOf, formatErrors, toGraphQLError } from './errors.js';
+import { doorOf, type Metrics } from './metrics.js';
+import type { Telemetry } from './telemetry.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -18,18 +20,22 @@ export function requestIdOf(header: string | string[] | undefined): string {
 }
 
 /**
- * The edge: request id → credentials → principal, then audit on the way out. Runs for every
- * API route (GraphQL and REST); rate limits and quotas run after the operation is known.
+ * The edge: trace span → request id → credentials → principal, then metrics, the request log
+ * line and audit on the way out. Credentials and audit are for API routes (GraphQL and REST);
+ * rate limits and quotas run after the operation is known.
  */
 export function registerEdge(
   app: FastifyInstance,
   credentials: CredentialResolver,
   audit: AuditWriter,
   clock: Clock,
+  observe: { metrics: Metrics; telemetry: Telemetry },
 ): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('presentation', null);
   app.decorateRequest('gatewayMeta', null);
+  // First, so the request's span is active while the credential is looked up.
+  observe.telemetry.traceRequests(app);
 
   // Callback-style hooks: with a cached credential a request passes the edge without a promise.
   app.addHook('onRequest', (request, reply, done) => {
@@ -46,8 +52,36 @@ export function registerEdge(
 
   app.addHook('onResponse', (request, reply, done) => {
     const name = request.routeOptions.config.audit;
-    if (!name) return done();
+    // GraphQL requests are named by their operation; REST calls by their documented route.
+    const route =
+      (request.routeOptions.config.graphql && request.gatewayMeta?.operation) ||
+      name ||
+      request.routeOptions.url ||
+      'unmatched';
     const principal = request.principal;
+    const status = reply.statusCode;
+    observe.metrics.request(
+      doorOf(request),
+      route,
+      status,
+      reply.elapsedTime / 1000,
+      request.gatewayMeta?.errorCodes ?? [],
+    );
+    // Fastify's own request lines are off (app.ts): this one says who called what.
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        route,
+        status,
+        durationMs: Math.round(reply.elapsedTime * 10) / 10,
+        accountId: principal?.accountId,
+        credentialKind: principal?.credential.kind,
+        credentialId: principal?.credential.id,
+      },
+      'request completed',
+    );
+    if (!name) return done();
     audit.record({
       at: clock.now(),
       requestId: request.id,
@@ -56,9 +90,8 @@ export function registerEdge(
       credentialId: principal?.credential.id,
       ip: request.ip,
       userAgent: request.headers['user-agent'],
-      // GraphQL requests are named by their operation; REST calls by their documented route.
-      operation: (request.routeOptions.config.graphql && request.gatewayMeta?.operation) || name,
-      status: reply.statusCode,
+      operation: route,
+      status,
       durationMs: reply.elapsedTime,
     });
     done();
@@ -105,6 +138,9 @@ function contentTypeOf(error: FastifyError): string {
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
   reply.code(ERROR_CODES[error.code].status).headers(error.headers);
+  // For the errors metric; GraphQL answers that execute carry their codes in gatewayMeta already.
+  request.gatewayMeta ??= { headers: {} };
+  request.gatewayMeta.errorCodes = [error.code];
   if (error.code === 'FORBIDDEN' && request.presentation === 'bearer' && !error.headers['WWW-Authenticate']) {
     const scopes = (error.details.requiredScopes as string[] | undefined)?.join(' ') ?? '';
     reply.header(

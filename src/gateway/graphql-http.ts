@@ -175,6 +175,7 @@ export async function registerGraphQL(
     // The pipeline's LRU is the one document cache; Apollo only parses what reaches its door.
     documentStore: null,
     parseOptions: { maxTokens: services.config.graphqlMaxTokens }, // wired by h15-resilience
+    persistedQueries: { cache: services.persisted.cache }, // wired by h16-ops
     includeStacktraceInErrorResponses: false,
     plugins: [
       fastifyApolloDrainPlugin(app),

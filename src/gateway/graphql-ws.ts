@@ -72,6 +72,8 @@ export interface WsServer {
   endCredential(credentialId: string): void;
   /** Authenticated connections this server tracks (each one open). */
   readonly connectionCount: number;
+  /** Subscriptions running on those connections. */
+  readonly subscriptionCount: number; // wired by h16-ops
 }
 
 /**
@@ -387,6 +389,12 @@ export function registerGraphQLWs(
     endCredential,
     get connectionCount() {
       return connections.size;
+    },
+    // wired by h16-ops: read on a metrics scrape only
+    get subscriptionCount() {
+      let count = 0;
+      for (const state of connections.values()) count += state.active.size;
+      return count;
     },
   };
 }

@@ -7,6 +7,7 @@ import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import { planLabel } from '../kernel/plans.js';
 import type { Principal } from '../kernel/principal.js';
 import type { Requirements } from './access.js';
+import type { Metrics } from './metrics.js';
 import type { Admission, AdmissionResult } from './context.js';
 
 /**
@@ -50,6 +51,7 @@ export class RateLimiter implements Admission {
     private readonly config: Pick<Config, 'planLimits' | 'portOpsPerMinute' | 'sandboxPerMinute'>,
     private readonly clock: Clock,
     private readonly store: CounterStore,
+    private readonly metrics?: Pick<Metrics, 'refusal'>,
   ) {}
 
   /**
@@ -122,6 +124,7 @@ export class RateLimiter implements Admission {
   ): MaybePromise<AdmissionResult> {
     const headers = this.minuteHeaders(limits, used, minute);
     if (used > limits.perMinute) {
+      this.metrics?.refusal('rate_limit', principal.plan);
       const retryAfter = String(seconds(minute.endsAt - now.getTime()));
       const scope = planBudget
         ? `the ${planLabel(principal.plan)} plan allows`
@@ -154,6 +157,7 @@ export class RateLimiter implements Admission {
     headers['X-Quota-Remaining'] = String(Math.max(0, perMonth - spent));
     headers['X-Quota-Reset'] = String(Math.ceil(month.endsAt / 1000));
     if (spent > perMonth) {
+      this.metrics?.refusal('quota', principal.plan);
       const retryAfter = String(seconds(month.endsAt - now.getTime()));
       const renewsAt = new Date(month.endsAt).toISOString();
       throw new AppError(
@@ -176,6 +180,7 @@ export async function createRateLimiter(
   config: Config,
   clock: Clock,
   logger: Pick<FastifyBaseLogger, 'warn'>,
+  metrics?: Pick<Metrics, 'refusal'>,
 ): Promise<RateLimiter> {
   const store = await openCounterStore({
     redisUrl: config.redisUrl,
@@ -187,5 +192,5 @@ export async function createRateLimiter(
         'rate-limit counters: Redis did not answer; counting in this process until it does',
       ),
   });
-  return new RateLimiter(config, clock, store);
+  return new RateLimiter(config, clock, store, metrics);
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from './context.js';
 import type { Operations } from './operation.js';
+import type { DescribedRoute } from './openapi.js';
 import type { RestRoute } from './rest-routes.js';
 
 /**
@@ -14,6 +15,8 @@ export interface DomainModule {
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   resolvers: Function[];
   restRoutes?: RestRoute[];
+  /** The OpenAPI operations of routes the shim table cannot describe (hand-written, OAuth). */
+  openApi?: DescribedRoute[]; // wired by h16-ops
   /** Hand-written routes (streaming only: export, document upload/download). */
   http?: (app: FastifyInstance, services: AppServices, operations: Operations) => void | Promise<void>;
   /** Called at start with the services, before listening (background workers, bus wiring). */

@@ -25,6 +25,8 @@ import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
 import { createContext, type AppServices, type GatewayContext, type OperationMeta } from './context.js';
 import { estimateCost } from './demand.js';
 import { formatErrors, toGraphQLError } from './errors.js';
+import { untrustedDocument } from './persisted.js';
+import { operationSpan } from './telemetry.js';
 
 /**
  * The life of one GraphQL operation, whatever door it came in by (GraphQL over HTTP, graphql-ws,
@@ -210,6 +212,10 @@ export class Operations {
   admit(prepared: PreparedOperation, request: OperationRequest): MaybePromise<Admitted | Answer> {
     const meta = request.meta ?? { headers: {} };
     meta.operation = prepared.label;
+    // wired by h16-ops: TRUSTED_DOCUMENTS (a memoized lookup per prepared document)
+    const trusted = this.services.persisted.trusted;
+    if (trusted && !trusted.allowsDocument(prepared.document, prepared.operationName))
+      return this.refuse(untrustedDocument(), meta);
     const principal = request.principal;
     const denied = checkAccess(prepared.requirements, principal);
     if (denied.length > 0) {
@@ -273,7 +279,10 @@ export class Operations {
   private executeOnce(admitted: Admitted, root: unknown, m: OperationMeta): MaybePromise<Answer> {
     let result: MaybePromise<ExecutionResult>;
     try {
-      result = admitted.prepared.compiled.query(root, admitted.context, admitted.variables);
+      // wired by h16-ops: the operation's trace span
+      result = operationSpan(this.services.telemetry, admitted.prepared.label, () =>
+        admitted.prepared.compiled.query(root, admitted.context, admitted.variables),
+      );
     } catch (e) {
       return this.failed(e, m);
     }

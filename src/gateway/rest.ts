@@ -41,7 +41,8 @@ export function loadOperations(dir: string = REST_OPERATIONS_DIR): Map<string, D
   return operations;
 }
 
-function usedFragments(
+// exported by h16-ops: trusted documents normalize operations the same way
+export function usedFragments(
   op: OperationDefinitionNode,
   all: Map<string, FragmentDefinitionNode>,
 ): FragmentDefinitionNode[] {

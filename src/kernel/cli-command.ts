@@ -7,6 +7,8 @@ export interface CliContext {
   config: Config;
   db: Database;
   clock: Clock;
+  /** Reports a step of a long task on a terminal (stderr); silent with --json or when piped. */
+  progress?: (message: string) => void;
 }
 
 export type CliOptionValue = string | boolean | string[] | undefined;
@@ -18,7 +20,11 @@ export interface CliCommand {
   description: string;
   /** Usage after the name, e.g. `--account ID [--scopes "a b"] [--json]`. */
   usage: string;
-  options?: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; required?: boolean }>;
+  /** Each option with the line `--help` shows for it. */
+  options?: Record<
+    string,
+    { type: 'string' | 'boolean'; description: string; multiple?: boolean; required?: boolean }
+  >;
   /** Names of required positional arguments, e.g. ['ID'] or ['FILE']. */
   positionals?: string[];
   /** Commands that manage their own database (serve) say so. */

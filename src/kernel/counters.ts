@@ -68,7 +68,7 @@ return count`;
  * once while disconnected (no offline queue behind the reconnect), so the caller can fall back to
  * counting locally. Not connected yet: call `connect()`.
  */
-function fastFailingRedis(url: string, commandTimeoutMs: number): Redis {
+export function fastFailingRedis(url: string, commandTimeoutMs: number): Redis {
   const redis = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,

@@ -24,11 +24,16 @@ export const liquidityCommands: CliCommand[] = [
     description: 'Ingest daily protocol metrics from a CSV or JSON file (all rows or none)',
     usage: 'FILE [--format csv|json] [--replace] [--json]',
     positionals: ['FILE'],
-    options: { format: { type: 'string' }, replace: { type: 'boolean' }, json: { type: 'boolean' } },
+    options: {
+      format: { description: 'csv or json (default: from the file extension)', type: 'string' },
+      replace: { description: 'Replace existing observations for the same dates', type: 'boolean' },
+    },
     async run(ctx, { options, positionals }) {
       const file = positionals[0]!;
       const format = formatOf(file, options.format);
+      ctx.progress?.(`reading ${file}`);
       const text = await readFile(file, 'utf8');
+      ctx.progress?.(`ingesting and scoring ${text.split('\n').length - 1} lines (one transaction)`);
       const result = await ingestMetrics(ctx.db.em(), ctx.clock, text, format, {
         replace: options.replace === true,
       });
@@ -55,11 +60,14 @@ export const liquidityCommands: CliCommand[] = [
       'Import protocol profiles from a CSV or JSON file: creates new slugs, updates existing ones (all rows or none)',
     usage: 'import FILE [--format csv|json] [--json]',
     positionals: ['ACTION', 'FILE'],
-    options: { format: { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      format: { description: 'csv or json (default: from the file extension)', type: 'string' },
+    },
     async run(ctx, { options, positionals }) {
       const [action, file] = positionals as [string, string];
       if (action !== 'import') throw badInput('ACTION', `must be import (got '${action}')`);
       const format = formatOf(file, options.format);
+      ctx.progress?.(`importing protocol profiles from ${file}`);
       const result = await importProtocols(ctx.db.em(), ctx.clock, await readFile(file, 'utf8'), format);
       return {
         json: { file, ...result },

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AppServices } from '../gateway/context.js';
 import type { Operations } from '../gateway/operation.js';
+import type { DescribedRoute } from '../gateway/openapi.js';
 import { authorizeField, repeatedParameter } from '../gateway/rest.js';
 import { todayOf } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
@@ -149,3 +150,32 @@ export function registerExport(app: FastifyInstance, services: AppServices, oper
     });
   }
 }
+
+/** GET /v1/export in the OpenAPI document (hand-written: it streams). */
+export const exportOpenApi: DescribedRoute[] = [
+  {
+    method: 'get',
+    path: '/v1/export',
+    operation: {
+      operationId: 'Export',
+      summary: 'Bulk export of the latest scores, streamed (scope export:liquidity)',
+      parameters: [
+        { name: 'format', in: 'query', schema: { type: 'string', enum: ['csv', 'json'], default: 'json' } },
+        { name: 'profile_id', in: 'query', schema: { type: 'string' } },
+      ],
+      responses: {
+        '200': {
+          description: 'One row per protocol',
+          content: {
+            'application/json': { schema: { type: 'array', items: { type: 'object' } } },
+            'text/csv': { schema: { type: 'string' } },
+          },
+        },
+        ...Object.fromEntries(
+          [400, 401, 402, 403, 429].map((s) => [String(s), { $ref: `#/components/responses/${s}` }]),
+        ),
+      },
+      security: [{ apiKey: [] }, { bearer: [] }, { oauth2: ['export:liquidity'] }],
+    },
+  },
+];

@@ -1,5 +1,5 @@
 import type { DomainModule } from '../gateway/module.js';
-import { registerExport } from './export.js';
+import { exportOpenApi, registerExport } from './export.js';
 import { LiquidityResolver } from './resolvers.js';
 import { liquidityRestRoutes } from './rest.js';
 import { seedLiquidityDemo } from './seed.js';
@@ -9,5 +9,6 @@ export const liquidityModule: DomainModule = {
   resolvers: [LiquidityResolver],
   restRoutes: liquidityRestRoutes,
   http: registerExport,
+  openApi: exportOpenApi,
   seedDemo: seedLiquidityDemo,
 };

@@ -23,13 +23,13 @@ export const portOpsCommands: CliCommand[] = [
     description: 'Add a vessel to the shared register (IMO check digit and flag validated)',
     usage: '--imo 9074729 --name NAME --flag SG --type TANKER --gt N --dwt N --built YYYY [--json]',
     options: {
-      imo: { type: 'string', required: true },
-      name: { type: 'string', required: true },
-      flag: { type: 'string', required: true },
-      type: { type: 'string', required: true },
-      gt: { type: 'string', required: true },
-      dwt: { type: 'string', required: true },
-      built: { type: 'string', required: true },
+      imo: { description: 'IMO number (7 digits with a valid check digit)', type: 'string', required: true },
+      name: { description: 'Vessel name', type: 'string', required: true },
+      flag: { description: 'Flag state, ISO 3166 alpha-2', type: 'string', required: true },
+      type: { description: 'Vessel type, e.g. TANKER', type: 'string', required: true },
+      gt: { description: 'Gross tonnage', type: 'string', required: true },
+      dwt: { description: 'Deadweight tonnage', type: 'string', required: true },
+      built: { description: 'Year built', type: 'string', required: true },
     },
     async run({ db, clock }, { options }) {
       const vessel = await createVessel(db.em(), clock, {
@@ -50,9 +50,9 @@ export const portOpsCommands: CliCommand[] = [
     description: 'Add a port to the shared register (UN/LOCODE and IANA time zone validated)',
     usage: '--locode SGSIN --name NAME --time-zone Asia/Singapore [--json]',
     options: {
-      locode: { type: 'string', required: true },
-      name: { type: 'string', required: true },
-      'time-zone': { type: 'string', required: true },
+      locode: { description: 'UN/LOCODE, e.g. SGSIN', type: 'string', required: true },
+      name: { description: 'Port name', type: 'string', required: true },
+      'time-zone': { description: 'IANA time zone, e.g. Asia/Singapore', type: 'string', required: true },
     },
     async run({ db, clock }, { options }) {
       const port = await createPort(db.em(), clock, {

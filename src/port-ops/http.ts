@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { AppServices } from '../gateway/context.js';
 import type { Operations } from '../gateway/operation.js';
+import type { DescribedRoute } from '../gateway/openapi.js';
 import { admitField, authorizeField } from '../gateway/rest.js';
 import { badInput } from '../kernel/errors.js';
 import { actorOf, findOwned } from './common.js';
@@ -181,3 +182,63 @@ export function documentJson(d: Document): Record<string, unknown> {
     downloadUrl: `/v1/documents/${d.id}/content`,
   };
 }
+
+const documentErrors = Object.fromEntries(
+  [400, 401, 403, 404, 413, 429].map((s) => [
+    String(s),
+    s === 413
+      ? { description: 'The file is larger than DOCUMENT_MAX_BYTES' }
+      : { $ref: `#/components/responses/${s}` },
+  ]),
+);
+
+/** The hand-written (streaming) document routes in the OpenAPI document. */
+export const documentsOpenApi: DescribedRoute[] = [
+  {
+    method: 'post',
+    path: '/v1/documents',
+    operation: {
+      operationId: 'UploadDocument',
+      summary: 'Upload a document (multipart: the fields, then a part named file)',
+      requestBody: {
+        required: true,
+        content: { 'multipart/form-data': { schema: { type: 'object', required: ['file'] } } },
+      },
+      responses: {
+        '201': { description: 'Stored', content: { 'application/json': { schema: { type: 'object' } } } },
+        ...documentErrors,
+      },
+      security: [{ apiKey: [] }, { bearer: [] }, { oauth2: ['write:documents'] }],
+    },
+  },
+  {
+    method: 'put',
+    path: '/v1/documents/uploads',
+    operation: {
+      operationId: 'PutDocumentUpload',
+      summary:
+        'Upload to a signed URL made by the createDocumentUpload mutation (the token is the credential)',
+      parameters: [{ name: 'token', in: 'query', required: true, schema: { type: 'string' } }],
+      requestBody: { required: true, content: { 'application/octet-stream': {} } },
+      responses: {
+        '201': { description: 'Stored', content: { 'application/json': { schema: { type: 'object' } } } },
+        ...documentErrors,
+      },
+      security: [],
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/documents/{id}/content',
+    operation: {
+      operationId: 'DocumentContent',
+      summary: "The document's bytes, with its content type",
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': { description: 'The file', content: { 'application/octet-stream': {} } },
+        ...documentErrors,
+      },
+      security: [{ apiKey: [] }, { bearer: [] }, { oauth2: ['read:documents'] }],
+    },
+  },
+];

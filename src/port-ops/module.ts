@@ -1,5 +1,5 @@
 import type { DomainModule } from '../gateway/module.js';
-import { registerDocumentRoutes } from './http.js';
+import { documentsOpenApi, registerDocumentRoutes } from './http.js';
 import { InsightsResolver } from './insights-resolvers.js';
 import { seedPortOpsDemo } from './seed.js';
 import { portOpsResolvers } from './resolvers.js';
@@ -10,5 +10,6 @@ export const portOpsModule: DomainModule = {
   resolvers: [...portOpsResolvers, InsightsResolver],
   restRoutes: portOpsRestRoutes,
   http: registerDocumentRoutes,
+  openApi: documentsOpenApi,
   seedDemo: seedPortOpsDemo,
 };

@@ -1,3 +1,5 @@
+import { Metrics } from '../../src/gateway/metrics.js';
+import { Telemetry } from '../../src/gateway/telemetry.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -208,6 +210,8 @@ describeEachDialect('events CLI', (dialect) => {
       config: loadConfig({ EVENT_RETENTION: '2d', WEBHOOK_POLL: '1h' }),
       logger: pino({ level: 'silent' }),
       secrets: env.secrets,
+      metrics: new Metrics(),
+      telemetry: Telemetry.off(),
       events: new LocalEventBus(),
     });
     outbox.start();

@@ -1,3 +1,5 @@
+import { Metrics } from '../../src/gateway/metrics.js';
+import { Telemetry } from '../../src/gateway/telemetry.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/service.js';
@@ -146,6 +148,8 @@ describeEachDialect('CLI-staged events relayed by two outbox workers', (dialect)
             config,
             logger: pino({ level: 'silent' }),
             secrets: new SecretBox(Buffer.from(TEST_SECRETS_KEY!, 'hex')),
+            metrics: new Metrics(),
+            telemetry: Telemetry.off(),
             events: bus,
           });
         }),

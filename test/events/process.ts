@@ -18,6 +18,8 @@ export interface GatewayProcess {
   url: string;
   child: ChildProcess;
   output: () => string;
+  /** What the process wrote to stdout alone (the JSON log). */
+  stdout: () => string;
   /** SIGKILL: no graceful shutdown, in-flight work is simply lost. */
   kill(): Promise<void>;
   /** SIGTERM and wait for exit. */
@@ -43,7 +45,11 @@ export async function startGatewayProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  let stdout = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    output += d.toString();
+    stdout += d.toString();
+  });
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   await new Promise<void>((resolve, reject) => {
@@ -67,6 +73,7 @@ export async function startGatewayProcess(
     url: `http://127.0.0.1:${port}`,
     child,
     output: () => output,
+    stdout: () => stdout,
     async kill() {
       child.kill('SIGKILL');
       await exited;

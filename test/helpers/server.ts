@@ -1,6 +1,7 @@
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { seedDemo, type DemoCredentials } from '../../src/db/seed.js';
+import type { Telemetry } from '../../src/gateway/telemetry.js';
 import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { TEST_SECRETS_KEY } from './env.js';
@@ -27,6 +28,8 @@ export interface TestServerOptions {
   onQuery?: (sql: string) => void;
   /** How long a query waits for a free PostgreSQL pool connection (pool-exhaustion tests). */
   poolAcquireTimeoutMs?: number;
+  /** Tracing to an exporter of the test's own. */
+  telemetry?: Telemetry;
 }
 
 /** The real server on a random loopback port, on a fresh database, with the demo data. */
@@ -47,7 +50,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
-  const app = await buildApp(config, { db: database.db, clock, logger: false });
+  const app = await buildApp(config, {
+    db: database.db,
+    clock,
+    logger: false,
+    telemetry: options.telemetry,
+  });
   const demo =
     options.seed === false
       ? { accounts: [], admin: { email: '', password: '', accountId: '' } }

@@ -1,0 +1,245 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Database } from '../db/orm.js';
+import { constantTimeEqual } from '../kernel/crypto.js';
+import type { Plan } from '../kernel/plans.js';
+
+/**
+ * Which way an HTTP request came in: the first label of every request metric. (graphql-ws traffic
+ * shows in the socket gauges and the admission refusals; its starts are not HTTP requests.)
+ */
+export type Door = 'graphql-http' | 'rest' | 'oauth' | 'other';
+
+/** Outcome of one webhook delivery attempt. */
+export type DeliveryOutcome = 'delivered' | 'retry' | 'failed';
+
+export interface OutboxSnapshot {
+  /** Deliveries still pending (due now or waiting for a retry). */
+  pending: number;
+  /** Committed events the outbox has not fanned out yet. */
+  undispatched: number;
+  /** Seconds since the oldest pending delivery or undispatched event was created; 0 when there is none. */
+  oldestAgeSeconds: number;
+}
+
+export interface PoolSnapshot {
+  used: number;
+  free: number;
+  pending: number;
+}
+
+/** Client-chosen operation names are unbounded: past this many distinct ones, the rest share one label. */
+const MAX_OPERATION_LABELS = 500;
+
+/**
+ * The service's Prometheus metrics, in a Registry of its own (never prom-client's global one), so
+ * several apps in one process (tests) each count their own. Made once in the composition root;
+ * sources that are cheaper to read on a scrape than to count (outbox backlog, pool, sockets) are
+ * callbacks registered by whoever owns them.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'door' | 'route' | 'status'>;
+  private readonly duration: Histogram<'door' | 'route'>;
+  private readonly errors: Counter<'door' | 'code'>;
+  private readonly refusals: Counter<'reason' | 'plan'>;
+  private readonly events: Counter<'type'>;
+  private readonly deliveries: Counter<'outcome'>;
+  private readonly operationLabels = new Set<string>();
+  private outbox: (() => Promise<OutboxSnapshot>) | undefined;
+  private pool: (() => PoolSnapshot | undefined) | undefined;
+  private sockets: (() => { connections: number; subscriptions: number }) | undefined;
+  private readModelVersion: (() => number) | undefined;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'tidegate_requests_total',
+      help: 'Requests answered, by door, route or GraphQL operation, and HTTP status',
+      labelNames: ['door', 'route', 'status'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'tidegate_request_duration_seconds',
+      help: 'Time from the request arriving to the response being sent, by door and route or operation',
+      labelNames: ['door', 'route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'tidegate_errors_total',
+      help: 'Errors answered, by door and error code (extensions.code for GraphQL, error.code for REST)',
+      labelNames: ['door', 'code'],
+      registers,
+    });
+    this.refusals = new Counter({
+      name: 'tidegate_admission_refusals_total',
+      help: 'Calls refused by the per-minute rate limit (rate_limit) or the monthly quota (quota), by plan',
+      labelNames: ['reason', 'plan'],
+      registers,
+    });
+    this.events = new Counter({
+      name: 'tidegate_events_published_total',
+      help: 'Domain events this process published, by type',
+      labelNames: ['type'],
+      registers,
+    });
+    this.deliveries = new Counter({
+      name: 'tidegate_webhook_delivery_attempts_total',
+      help: 'Webhook delivery attempts made by this process: delivered, retry (failed, will retry), failed (gave up)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    // Read on each scrape from their owners: cheaper than counting every change.
+    const gauge = (
+      name: string,
+      help: string,
+      read: (g: Gauge) => void | Promise<void>,
+      labelNames: string[] = [],
+    ) => {
+      const g: Gauge = new Gauge({ name, help, labelNames, registers, collect: () => read(g) });
+    };
+    gauge('tidegate_ws_connections', 'Open, authenticated graphql-ws connections', (g) =>
+      g.set(this.sockets?.().connections ?? 0),
+    );
+    gauge('tidegate_ws_subscriptions', 'Active GraphQL subscriptions over WebSocket', (g) =>
+      g.set(this.sockets?.().subscriptions ?? 0),
+    );
+    const outboxGauge = (name: string, help: string, pick: (s: OutboxSnapshot) => number) =>
+      gauge(name, help, async (g) => {
+        const snapshot = await this.outbox?.();
+        if (snapshot) g.set(pick(snapshot));
+      });
+    outboxGauge(
+      'tidegate_outbox_pending_deliveries',
+      'Webhook deliveries not yet delivered or failed',
+      (s) => s.pending,
+    );
+    outboxGauge(
+      'tidegate_outbox_undispatched_events',
+      'Committed events not yet fanned out to endpoints',
+      (s) => s.undispatched,
+    );
+    outboxGauge(
+      'tidegate_outbox_oldest_undelivered_age_seconds',
+      'Age of the oldest event still waiting for a delivery (0 when none waits)',
+      (s) => s.oldestAgeSeconds,
+    );
+    gauge(
+      'tidegate_db_pool_connections',
+      'Database pool connections by state (used, free, pending acquisitions)',
+      (g) => {
+        const pool = this.pool?.();
+        if (!pool) return;
+        g.set({ state: 'used' }, pool.used);
+        g.set({ state: 'free' }, pool.free);
+        g.set({ state: 'pending' }, pool.pending);
+      },
+      ['state'],
+    );
+    gauge(
+      'tidegate_read_model_version',
+      'Version of the in-memory liquidity read model this process serves (0 before it is built)',
+      (g) => g.set(this.readModelVersion?.() ?? 0),
+    );
+  }
+
+  /** One answered request. `route` is the route template or the GraphQL operation ("query Name"). */
+  request(door: Door, route: string, status: number, seconds: number, errorCodes: readonly string[]): void {
+    const label = door === 'graphql-http' ? this.operationLabel(route) : route;
+    this.requests.inc({ door, route: label, status: String(status) });
+    this.duration.observe({ door, route: label }, seconds);
+    for (const code of errorCodes) this.errors.inc({ door, code });
+  }
+
+  refusal(reason: 'rate_limit' | 'quota', plan: Plan | 'none'): void {
+    this.refusals.inc({ reason, plan });
+  }
+
+  published(types: Iterable<string>): void {
+    for (const type of types) this.events.inc({ type });
+  }
+
+  deliveryAttempt(outcome: DeliveryOutcome): void {
+    this.deliveries.inc({ outcome });
+  }
+
+  observeOutbox(probe: () => Promise<OutboxSnapshot>): void {
+    this.outbox = probe;
+  }
+
+  observePool(probe: () => PoolSnapshot | undefined): void {
+    this.pool = probe;
+  }
+
+  observeSockets(probe: () => { connections: number; subscriptions: number }): void {
+    this.sockets = probe;
+  }
+
+  /** The liquidity read model registers how to read its version once it exists. */
+  observeReadModelVersion(probe: () => number): void {
+    this.readModelVersion = probe;
+  }
+
+  private operationLabel(operation: string): string {
+    if (this.operationLabels.has(operation)) return operation;
+    if (this.operationLabels.size >= MAX_OPERATION_LABELS) return 'other';
+    this.operationLabels.add(operation);
+    return operation;
+  }
+}
+
+interface TarnPool {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+}
+
+/** The knex (tarn) pool's standing; undefined before the pool exists. */
+export function poolSnapshot(db: Database): PoolSnapshot | undefined {
+  // knex types its client as `any`; the pool is tarn's, created on first use.
+  const pool = (db.em().getKnex().client as { pool?: TarnPool }).pool;
+  if (!pool) return undefined;
+  return { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() };
+}
+
+/** The door a finished request came in by, from its route (not its raw URL: that is unbounded). */
+export function doorOf(request: FastifyRequest): Door {
+  const config = request.routeOptions.config;
+  if (config.graphql) return 'graphql-http';
+  const url = request.routeOptions.url ?? '';
+  if (url.startsWith('/oauth') || url.startsWith('/.well-known')) return 'oauth';
+  if (config.audit) return 'rest';
+  return 'other';
+}
+
+/**
+ * GET /metrics in Prometheus text format. With METRICS_TOKEN set it wants that bearer token
+ * (compared in constant time); without it, keep the port off the public network.
+ */
+export function registerMetricsRoute(
+  app: FastifyInstance,
+  metrics: Metrics,
+  token: string | undefined,
+): void {
+  app.get('/metrics', async (request, reply) => {
+    if (token !== undefined) {
+      const presented = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? '';
+      if (!constantTimeEqual(presented, token)) {
+        return reply
+          .code(401)
+          .header('WWW-Authenticate', 'Bearer realm="tidegate-metrics"')
+          .send({
+            error: {
+              code: 'UNAUTHORIZED',
+              message: 'GET /metrics needs the METRICS_TOKEN bearer token',
+              requestId: request.id,
+            },
+          });
+      }
+    }
+    const body = await metrics.registry.metrics();
+    return reply.type(metrics.registry.contentType).send(body);
+  });
+}
