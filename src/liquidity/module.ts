@@ -1,5 +1,7 @@
+import { eventBusOf } from '../events/bus.js';
 import type { DomainModule } from '../gateway/module.js';
 import { registerExport } from './export.js';
+import { LiquidityReadModel, readModelOf, releaseReadModel, setReadModel } from './read-model.js';
 import { LiquidityResolver } from './resolvers.js';
 import { liquidityRestRoutes } from './rest.js';
 import { seedLiquidityDemo } from './seed.js';
@@ -8,6 +10,19 @@ export const liquidityModule: DomainModule = {
   name: 'liquidity',
   resolvers: [LiquidityResolver],
   restRoutes: liquidityRestRoutes,
-  http: registerExport,
+  start(services) {
+    setReadModel(
+      services,
+      new LiquidityReadModel(services.db, services.logger, services.config.readModelPollMs),
+    );
+  },
+  http(app, services) {
+    // The event bus is installed by the events module, which starts after this one.
+    readModelOf(services).start(eventBusOf(services));
+    registerExport(app, services);
+  },
+  stop(services) {
+    releaseReadModel(services);
+  },
   seedDemo: seedLiquidityDemo,
 };
