@@ -9,13 +9,7 @@ import { onChange, readVersion } from '../db/versions.js';
 import type { AppServices, DomainEvent } from '../gateway/context.js';
 import { FREQUENCY_DAYS, LiquidityDay, Protocol, ProtocolCategory, type LiquidityTier } from './entities.js';
 import { redemptionComponent, type Tier } from './engine/score.js';
-import {
-  backtestMeasures,
-  indices,
-  INDEX_NAMES,
-  type BacktestPair,
-  type IndexCode,
-} from './engine/series.js';
+import { indices, INDEX_NAMES, type BacktestPair, type IndexCode } from './engine/series.js';
 
 /*
  * The published liquidity state, in memory: every protocol with its profile, the latest score of
