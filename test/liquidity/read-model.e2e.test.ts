@@ -43,15 +43,16 @@ async function latest(url: string, key: string, slug: string): Promise<Json> {
     ),
   ]);
   const listed = (list.body as Json[]).find((s) => s.slug === slug);
+  const data = graph.body.data as Json;
   return {
     rest: { asOf: one.body.score_as_of, score: one.body.liquidity_score },
     scores: { asOf: listed?.as_of, score: listed?.score },
     history: { asOf: history.body.points.at(-1).date, score: history.body.points.at(-1).score },
     marketAsOf: market.body.as_of,
-    graphql: { asOf: graph.body.data?.score?.asOf, score: graph.body.data?.score?.score },
+    graphql: { asOf: data?.score?.asOf, score: data?.score?.score },
     graphqlProtocol: {
-      asOf: graph.body.data?.protocol?.scoreAsOf,
-      score: graph.body.data?.protocol?.liquidityScore,
+      asOf: data?.protocol?.scoreAsOf,
+      score: data?.protocol?.liquidityScore,
     },
   };
 }
@@ -110,9 +111,10 @@ describeEachDialect('liquidity read model in one process', (dialect) => {
       '{ protocols(category: "commodity", first: 100) { totalCount nodes { slug yieldPct } } }',
       { key: analyst },
     );
-    expect(listed.body.data!.protocols.nodes).toContainEqual({ slug: 'meridian-bills', yieldPct: 9.75 });
+    const protocols = (listed.body.data as Json).protocols;
+    expect(protocols.nodes).toContainEqual({ slug: 'meridian-bills', yieldPct: 9.75 });
     const market = await rest(server.url, '/v1/market?category=commodity', { key: analyst });
-    expect(market.body.protocol_count).toBe(listed.body.data!.protocols.totalCount);
+    expect(market.body.protocol_count).toBe(protocols.totalCount);
   });
 
   it('serves a write made through another entity manager of the same database (the CLI in this process)', async () => {
