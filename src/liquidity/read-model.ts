@@ -281,10 +281,16 @@ export class Published {
 /** Keeps this process's snapshot current; see the top of this file. */
 export class LiquidityReadModel {
   private snapshot: Published | null = null;
-  /** Bumped by every change heard of; a snapshot is current when it was loaded after the last bump. */
+  /**
+   * Bumped by every change committed in this process: a snapshot loaded before the last bump is
+   * not served (a client reads its own write). Changes heard of from elsewhere do not bump it: the
+   * previous snapshot is served until the new one is loaded.
+   */
   private wanted = 0;
   private loadedFor = -1;
-  private loading: Promise<Published> | null = null;
+  private loading: Promise<void> | null = null;
+  /** A change arrived during a load: load again once it is done. */
+  private again = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly stops: Array<() => void> = [];
 
@@ -296,10 +302,10 @@ export class LiquidityReadModel {
     this.stops.push(onChange(db.em(), () => this.changed(true)));
   }
 
-  /** The current snapshot; waits for a rebuild when a change was heard of since the last one. */
+  /** The current snapshot; waits for a rebuild when this process committed a change since the last one. */
   current(): Promise<Published> {
-    if (this.snapshot && this.loadedFor === this.wanted) return Promise.resolve(this.snapshot);
-    return this.load();
+    if (this.snapshot && this.loadedFor >= this.wanted) return Promise.resolve(this.snapshot);
+    return this.until(this.wanted);
   }
 
   /**
@@ -336,13 +342,17 @@ export class LiquidityReadModel {
 
   /** A committed change; one made here is also told to the other gateways. */
   private changed(local: boolean): void {
-    this.wanted++;
-    if (local) this.announce();
-    // Rebuilt at once so that readers rarely wait; a failure is retried by the next read.
-    this.load().catch((e: unknown) => this.logger.error({ err: e }, 'liquidity read model rebuild failed'));
+    if (local) {
+      this.wanted++;
+      this.announce();
+    }
+    // Rebuilt at once so that readers rarely wait; a failure is retried by the next change or read.
+    this.reload().catch((e: unknown) => this.logger.error({ err: e }, 'liquidity read model rebuild failed'));
   }
 
   private async poll(): Promise<void> {
+    // A load in progress reads the newest version anyway.
+    if (this.loading) return;
     try {
       const version = await readVersion(this.db.em(), 'liquidity');
       if (this.snapshot && version !== this.snapshot.version) this.changed(false);
@@ -351,21 +361,33 @@ export class LiquidityReadModel {
     }
   }
 
+  private async until(target: number): Promise<Published> {
+    while (!this.snapshot || this.loadedFor < target) await (this.loading ?? this.reload());
+    return this.snapshot;
+  }
+
   /** One load at a time; a change heard of during a load starts another after it. */
-  private load(): Promise<Published> {
+  private reload(): Promise<void> {
     if (this.loading) {
-      const target = this.wanted;
-      return this.loading.then(() =>
-        this.loadedFor >= target && this.snapshot ? this.snapshot : this.load(),
-      );
+      this.again = true;
+      return this.loading;
     }
     const target = this.wanted;
-    this.loading = Published.load(this.db).finally(() => (this.loading = null));
-    return this.loading.then((snapshot) => {
-      this.snapshot = snapshot;
-      this.loadedFor = target;
-      return snapshot;
-    });
+    this.loading = Published.load(this.db)
+      .then((snapshot) => {
+        this.snapshot = snapshot;
+        this.loadedFor = Math.max(this.loadedFor, target);
+      })
+      .finally(() => {
+        this.loading = null;
+        if (this.again) {
+          this.again = false;
+          this.reload().catch((e: unknown) =>
+            this.logger.error({ err: e }, 'liquidity read model rebuild failed'),
+          );
+        }
+      });
+    return this.loading;
   }
 }
 

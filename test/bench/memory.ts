@@ -1,24 +1,30 @@
 /**
- * Memory of a gateway process with the liquidity read model loaded: resident set size (VmRSS) and
- * its peak (VmHWM) after the dashboard reads, with the demo data (40 protocols × 420 days) and with
- * 1,000 protocols × 420 days (the demo's protocols cloned 25 times with their histories). Also the
- * time the first liquidity read waits for the model to load. Bounded: two short-lived processes.
- * `node --import tsx test/bench/memory.ts`
+ * Memory of the gateway with the liquidity read model loaded: resident set size and V8 heap after
+ * the liquidity dashboard reads (and a full GC), with the demo data (40 protocols × 420 days) and with
+ * 1,000 protocols × 420 days (the demo's protocols cloned 25 times with their histories), and the
+ * time the first liquidity read waits for the model to load. The server runs in this process (the
+ * figures are the server's), on a temporary SQLite file; the large case is measured after the demo
+ * case in the same process, so its RSS includes what the first left behind (the heap does not).
+ * `node --expose-gc --import tsx test/bench/memory.ts`
  */
-import { randomUUID } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/orm.js';
-import { demoKeys, startGatewayProcess, type GatewayProcess } from '../events/process.js';
+import { seedDemo } from '../../src/db/seed.js';
+import { systemClock } from '../../src/kernel/clock.js';
 
 const CLONES = 25;
+/** One master key for both starts: the second opens what the first sealed. */
+const SECRETS_KEY = randomBytes(32).toString('hex');
 
-function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { rssMiB: Math.round(kib('VmRSS') / 1024), peakMiB: Math.round(kib('VmHWM') / 1024) };
+function memory(): { rssMiB: number; heapUsedMiB: number } {
+  (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  return { rssMiB: Math.round(m.rss / 2 ** 20), heapUsedMiB: Math.round(m.heapUsed / 2 ** 20) };
 }
 
 /** The reads of a liquidity dashboard, each once, after which the model is loaded and every market derived. */
@@ -40,9 +46,25 @@ async function readAll(url: string, key: string): Promise<{ firstReadMs: number 
   return { firstReadMs };
 }
 
-async function measure(gateway: GatewayProcess, key: string) {
-  const { firstReadMs } = await readAll(gateway.url, key);
-  return { ...memoryOf(gateway.child.pid!), firstLiquidityReadMs: firstReadMs };
+/** Starts the server on `file` (seeding the demo when asked), reads, measures, stops. */
+async function measure(file: string, dir: string, seed: boolean, key?: string) {
+  const config = loadConfig({
+    DATABASE_URL: file,
+    DOCUMENTS_DIR: join(dir, 'documents'),
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    DEMO_SEED: 'false',
+    SECRETS_KEY,
+  });
+  const app = await buildApp(config, { logger: false });
+  try {
+    const demo = seed ? await seedDemo(app.services.db, { clock: systemClock, config }) : null;
+    const apiKey = key ?? demo!.accounts.find((a) => a.plan === 'ANALYST')!.apiKey;
+    const { firstReadMs } = await readAll(await app.listen(), apiKey);
+    return { key: apiKey, figures: { ...memory(), firstLiquidityReadMs: firstReadMs } };
+  } finally {
+    await app.close();
+  }
 }
 
 /** Every demo protocol cloned CLONES - 1 more times under a new id and slug, with all its days. */
@@ -83,19 +105,13 @@ async function cloneProtocols(file: string): Promise<{ protocols: number; days: 
 
 const dir = mkdtempSync(join(tmpdir(), 'tidegate-memory-'));
 const file = join(dir, 'memory.sqlite');
-const env = { DATABASE_URL: file, DOCUMENTS_DIR: join(dir, 'documents'), LOG_LEVEL: 'warn' };
 try {
-  const demo = await startGatewayProcess({ ...env, DEMO_SEED: 'true', LOG_LEVEL: 'info' }, 120_000);
-  const key = demoKeys(demo.output()).ANALYST!.key;
-  const withDemo = await measure(demo, key);
-  await demo.stop();
+  const demo = await measure(file, dir, true);
   const size = await cloneProtocols(file);
-  const large = await startGatewayProcess(env, 120_000);
-  const withLarge = await measure(large, key);
-  await large.stop();
+  const large = await measure(file, dir, false, demo.key);
   console.log(
     JSON.stringify(
-      { demo: { protocols: 40, days: 40 * 420, ...withDemo }, generated: { ...size, ...withLarge } },
+      { demo: { protocols: 40, days: 40 * 420, ...demo.figures }, generated: { ...size, ...large.figures } },
       null,
       2,
     ),
