@@ -16,10 +16,10 @@ export const liquidityModule: DomainModule = {
       new LiquidityReadModel(services.db, services.logger, services.config.readModelPollMs),
     );
   },
-  http(app, services) {
+  http(app, services, operations) {
     // The event bus is installed by the events module, which starts after this one.
     readModelOf(services).start(eventBusOf(services));
-    registerExport(app, services);
+    registerExport(app, services, operations);
   },
   stop(services) {
     releaseReadModel(services);
