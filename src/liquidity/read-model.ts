@@ -346,7 +346,9 @@ export class LiquidityReadModel {
       this.wanted++;
       this.announce();
     }
-    // Rebuilt at once so that readers rarely wait; a failure is retried by the next change or read.
+    // Rebuilt at once so that readers rarely wait (a failure is retried by the next change or read);
+    // a model nobody has read yet is loaded by its first read instead.
+    if (!this.snapshot) return;
     this.reload().catch((e: unknown) => this.logger.error({ err: e }, 'liquidity read model rebuild failed'));
   }
 
