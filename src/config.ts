@@ -31,6 +31,8 @@ export interface Config {
   credentialCacheTtlMs: number;
   /** How often each process looks for API keys revoked elsewhere. */
   revocationPollMs: number;
+  /** How often each process checks whether another one changed a read model (the bus's fallback). */
+  readModelPollMs: number;
   shutdownGraceMs: number;
   /** After SIGTERM, how long requests on open connections are still answered (with Connection: close). */
   shutdownDrainMs: number;
@@ -213,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiKeyRotationGraceMs: duration('API_KEY_ROTATION_GRACE', '24h'),
     credentialCacheTtlMs: duration('CREDENTIAL_CACHE_TTL', '30s'),
     revocationPollMs: duration('REVOCATION_POLL', '2s'),
+    readModelPollMs: duration('READ_MODEL_POLL', '2s'),
     shutdownGraceMs: duration('SHUTDOWN_GRACE', '10s'),
     shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 1000, 0, 600_000),
     documentsDir: resolve(env.DOCUMENTS_DIR || resolve('data', 'documents')),

@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { Clock } from '../kernel/clock.js';
 import { PLAN_ORDER, planLabel, type Plan } from '../kernel/plans.js';
 import { MODULES } from '../modules.js';
+import { announceChange } from './versions.js';
 import type { Database } from './orm.js';
 
 export interface DemoCredentials {
@@ -30,7 +31,7 @@ export async function seedDemo(
     maxActiveKeys: services.config.maxActiveApiKeys,
     rotationGraceMs: services.config.apiKeyRotationGraceMs,
   };
-  return db.em().transactional(async (em) => {
+  const credentials = await db.em().transactional(async (em) => {
     const accounts: DemoCredentials['accounts'] = [];
     for (const plan of PLAN_ORDER) {
       const account = await createAccount(em, services.clock, { name: `Demo ${planLabel(plan)}`, plan });
@@ -56,6 +57,8 @@ export async function seedDemo(
       admin: { email: 'admin@tidegate.local', password, accountId: adminAccount.accountId },
     };
   });
+  announceChange(db.em());
+  return credentials;
 }
 
 export function formatDemoCredentials(creds: DemoCredentials, baseUrl: string): string {

@@ -9,11 +9,12 @@ import { todayOf } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
 import { shapeBody } from '../gateway/rest-shape.js';
 import { LIQUIDITY_SHAPE } from './rest.js';
+import { readModelOf, type Published } from './read-model.js';
 import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';
 
 /**
  * GET /v1/export?format=csv|json[&profile_id=…]: every protocol field with its latest score,
- * streamed page by page from the database so memory stays flat however many protocols exist.
+ * streamed page by page from the published state (src/liquidity/read-model.ts).
  * The access rule is the one on `Query.exportRows` (Professional plan, export:liquidity).
  */
 
@@ -90,15 +91,16 @@ export function csvField(value: unknown): string {
 
 const PAGE = 100;
 
+/** Page by page from one snapshot, so the export is one consistent version however long it streams. */
 async function* rows(
   em: EntityManager,
+  state: Published,
   scoring: Scoring,
   now: Date,
 ): AsyncGenerator<Record<string, unknown>> {
   for (let offset = 0; ; offset += PAGE) {
-    const { items } = await latestScores(em, scoring, { offset, limit: PAGE }, now);
+    const { items } = await latestScores(em, state, scoring, { offset, limit: PAGE }, now);
     for (const v of items) yield exportRow(v);
-    em.clear();
     if (items.length < PAGE) return;
   }
 }
@@ -145,7 +147,7 @@ export function registerExport(app: FastifyInstance, services: AppServices, oper
           format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/json; charset=utf-8',
         )
         .header('content-disposition', `attachment; filename="tidegate-liquidity-${date}.${format}"`);
-      const source = rows(em, scoring, services.clock.now());
+      const source = rows(em, await readModelOf(services).current(), scoring, services.clock.now());
       return reply.send(Readable.from(format === 'csv' ? csv(source) : json(source)));
     });
   }

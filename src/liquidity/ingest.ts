@@ -26,6 +26,7 @@ import {
   type Tier,
 } from './engine/score.js';
 import { FieldReader, failAt, readRecords, type FileFormat, type Locator } from './records.js';
+import { changing } from '../db/versions.js';
 import { daysBetween, inputsOf, insertDays, latestDays, shiftDate, termsOf } from './service.js';
 
 /**
@@ -602,7 +603,7 @@ function alertsFor(list: Watchlist, c: Change): Array<{ kind: WatchlistAlertKind
  */
 function inOneTransaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
   return conflictOnUnique(
-    () => em.transactional(work),
+    () => changing(em, 'liquidity', work),
     () =>
       conflict('Another ingestion wrote some of these days at the same time; nothing was applied, retry', {
         reason: 'CONCURRENT',

@@ -1,3 +1,4 @@
+import { changing } from '../db/versions.js';
 import { conflictOnUnique } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import { isDate, todayOf, type Clock } from '../kernel/clock.js';
@@ -351,7 +352,7 @@ export async function createProtocol(
   input: Record<string, unknown>,
 ): Promise<Protocol> {
   const draft = readProtocol(new FieldReader(null, input), true, todayOf(clock));
-  return slugConflictAs409(() => em.transactional((tx) => insertProtocol(tx, clock, actor, draft)));
+  return slugConflictAs409(() => changing(em, 'liquidity', (tx) => insertProtocol(tx, clock, actor, draft)));
 }
 
 export async function updateProtocol(
@@ -364,7 +365,7 @@ export async function updateProtocol(
   const draft = readProtocol(new FieldReader(null, input), false, todayOf(clock));
   if (Object.keys(draft).length === 0) throw badInput('input', 'names no field to change');
   return slugConflictAs409(() =>
-    em.transactional(async (tx) => {
+    changing(em, 'liquidity', async (tx) => {
       const protocol = await tx.findOne(Protocol, { slug: slug.trim().toLowerCase() });
       if (!protocol) throw notFound('Protocol', slug);
       return applyUpdate(tx, clock, actor, protocol, draft);
@@ -406,7 +407,7 @@ export async function importProtocols(
     const creating = !existing.has(slug);
     drafts.push({ creating, draft: readProtocol(f, creating, todayOf(clock)) });
   }
-  return em.transactional(async (tx) => {
+  return changing(em, 'liquidity', async (tx) => {
     const bySlug = new Map((await tx.find(Protocol, { slug: { $in: [...seen] } })).map((p) => [p.slug, p]));
     let created = 0;
     let updated = 0;

@@ -22,6 +22,7 @@ import {
   updateProfile,
 } from './profiles.js';
 import { createProtocol, protocolChanges, updateProtocol } from './protocols.js';
+import { readModelOf, type Published } from './read-model.js';
 import * as liquidity from './service.js';
 import {
   Backtest,
@@ -112,6 +113,10 @@ function toProfile(p: ScoringProfile): ScoringProfileType {
   };
 }
 
+function published(ctx: GatewayContext): Promise<Published> {
+  return readModelOf(ctx.services).current();
+}
+
 @Resolver()
 export class LiquidityResolver {
   @Query(() => ProtocolConnection, { description: 'Active protocols, by slug, with filters.' })
@@ -119,7 +124,7 @@ export class LiquidityResolver {
   @RequiresScopes('read:liquidity')
   async protocols(@Args(() => ProtocolArgs) args: ProtocolArgs, @Ctx() ctx: GatewayContext) {
     const page = pageOf(args);
-    const { items, total } = await liquidity.listProtocols(ctx.em, args, page);
+    const { items, total } = liquidity.listProtocols(await published(ctx), args, page);
     return toConnection(items, total, page);
   }
 
@@ -130,7 +135,7 @@ export class LiquidityResolver {
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async protocol(@Arg('slug', () => String) slug: string, @Ctx() ctx: GatewayContext) {
-    return liquidity.protocolBySlug(ctx.em, slug);
+    return liquidity.publishedProtocol(await published(ctx), slug);
   }
 
   @Query(() => ScoreConnection, {
@@ -146,7 +151,13 @@ export class LiquidityResolver {
   ) {
     const page = pageOf(args);
     const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const { items, total } = await liquidity.latestScores(ctx.em, scoring, page, ctx.services.clock.now());
+    const { items, total } = await liquidity.latestScores(
+      ctx.em,
+      await published(ctx),
+      scoring,
+      page,
+      ctx.services.clock.now(),
+    );
     return toConnection(items.map(toScore), total, page);
   }
 
@@ -162,7 +173,13 @@ export class LiquidityResolver {
     @Ctx() ctx: GatewayContext,
   ) {
     const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const view = await liquidity.scoreOf(ctx.em, slug, scoring, ctx.services.clock.now());
+    const view = await liquidity.scoreOf(
+      ctx.em,
+      await published(ctx),
+      slug,
+      scoring,
+      ctx.services.clock.now(),
+    );
     return view ? toScore(view) : null;
   }
 
@@ -199,7 +216,13 @@ export class LiquidityResolver {
     @Ctx() ctx: GatewayContext,
   ) {
     const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const h = await liquidity.scoreHistory(ctx.em, slug, scoring, ctx.services.clock.now());
+    const h = await liquidity.scoreHistory(
+      ctx.em,
+      await published(ctx),
+      slug,
+      scoring,
+      ctx.services.clock.now(),
+    );
     if (!h) return null;
     return {
       slug: h.protocol.slug,
@@ -218,7 +241,7 @@ export class LiquidityResolver {
     @Arg('lookback', () => Int, { defaultValue: 90 }) lookback: number,
     @Ctx() ctx: GatewayContext,
   ) {
-    return liquidity.backtest(ctx.em, lookback, ctx.deadline);
+    return liquidity.backtest(await published(ctx), lookback, ctx.deadline);
   }
 
   @Query(() => Market, {
@@ -231,7 +254,7 @@ export class LiquidityResolver {
     @Arg('category', () => ProtocolCategory, { nullable: true }) category: ProtocolCategory | null,
     @Ctx() ctx: GatewayContext,
   ) {
-    const m = await liquidity.market(ctx.em, category);
+    const m = liquidity.market(await published(ctx), category);
     return { ...m, totalAumUsd: m.totalAumUsd.toFixed(2), currency: 'USD' };
   }
 

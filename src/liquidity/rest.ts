@@ -1,6 +1,7 @@
 import type { ParamSpec, RestRoute } from '../gateway/rest-routes.js';
 import type { RestShape } from '../gateway/rest-shape.js';
-import { BACKTEST_MAX, BACKTEST_MIN } from './service.js';
+import { BACKTEST_MAX } from './read-model.js';
+import { BACKTEST_MIN } from './service.js';
 
 /**
  * The liquidity REST routes: each runs a named operation from

@@ -11,6 +11,7 @@ import {
   type LiquidityTier,
 } from './entities.js';
 import { scoreProtocol, type ScoreInputs } from './engine/score.js';
+import { bumpVersion } from '../db/versions.js';
 import { insertDays, shiftDate, termsOf } from './service.js';
 
 /**
@@ -245,4 +246,6 @@ export async function seedLiquidityDemo(em: EntityManager, services: { clock: Cl
   em.persist(protocols);
   await em.flush();
   await insertDays(em, rows);
+  // seedDemo announces the change once its transaction has committed.
+  await bumpVersion(em, 'liquidity');
 }

@@ -1,8 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { knexIn } from '../db/knex.js';
-import { findPlain } from '../db/plain.js';
 import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
-import type { FilterQuery } from '@mikro-orm/core';
 import { badInput, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { Page } from '../gateway/connection.js';
@@ -17,27 +15,19 @@ import {
   SupersededAudit,
 } from './entities.js';
 import { isUuid } from '../kernel/ids.js';
+import { BACKTEST_MAX, type MarketView, type Published } from './read-model.js';
 import { badField, isSlug } from './fields.js';
 import {
   DEFAULT_CAPS,
   DEFAULT_WEIGHTS,
   daysBetween,
-  redemptionComponent,
   scoreProtocol,
   type PenaltyCaps,
   type ScoreInputs,
   type ScoreResult,
   type Weights,
 } from './engine/score.js';
-import {
-  backtestMeasures,
-  indices,
-  INDEX_NAMES,
-  trajectoryOf,
-  type BacktestMeasures,
-  type IndexCode,
-  type Trajectory,
-} from './engine/series.js';
+import { backtestMeasures, trajectoryOf, type BacktestMeasures, type Trajectory } from './engine/series.js';
 
 /**
  * Reads of the liquidity domain. Every rule lives here; resolvers and REST shims only adapt.
@@ -45,9 +35,7 @@ import {
  * recomputed from the same stored inputs with the profile's weights and caps.
  */
 
-export const HISTORY_DAYS = 30;
 export const BACKTEST_MIN = 7;
-export const BACKTEST_MAX = 365;
 
 export function parseCategory(raw: string, field = 'category'): ProtocolCategory {
   const value = raw.trim().toUpperCase().replace(/[-\s]/g, '_');
@@ -119,46 +107,45 @@ export interface ProtocolFilter {
   minAum?: number | null;
 }
 
-function protocolWhere(filter: ProtocolFilter): FilterQuery<Protocol> {
-  const where: FilterQuery<Protocol> & Record<string, unknown> = { active: true };
-  if (filter.category) where.category = parseCategory(filter.category);
-  if (filter.tier) where.liquidityTier = parseTier(filter.tier);
-  if (filter.minScore !== undefined && filter.minScore !== null) {
-    if (filter.minScore < 0 || filter.minScore > 100)
-      throw badField('minScore', `must be between 0 and 100 (got ${filter.minScore})`);
-    where.liquidityScore = { $gte: filter.minScore };
-  }
-  if (filter.minAum !== undefined && filter.minAum !== null) {
-    if (filter.minAum < 0) throw badField('minAum', `must be 0 or more (got ${filter.minAum})`);
-    where.aum = { $gte: filter.minAum };
-  }
-  return where;
+/** The filter as a test on a protocol; bad values are refused with the field named. */
+function protocolTest(filter: ProtocolFilter): (p: Protocol) => boolean {
+  const category = filter.category ? parseCategory(filter.category) : null;
+  const tier = filter.tier ? parseTier(filter.tier) : null;
+  const minScore = filter.minScore ?? null;
+  const minAum = filter.minAum ?? null;
+  if (minScore !== null && (minScore < 0 || minScore > 100))
+    throw badField('minScore', `must be between 0 and 100 (got ${minScore})`);
+  if (minAum !== null && minAum < 0) throw badField('minAum', `must be 0 or more (got ${minAum})`);
+  return (p) =>
+    (category === null || p.category === category) &&
+    (tier === null || p.liquidityTier === tier) &&
+    (minScore === null || (p.liquidityScore ?? -1) >= minScore) &&
+    (minAum === null || p.aum >= minAum);
 }
 
-export async function listProtocols(
-  em: EntityManager,
+/** Active protocols by slug, from the published state. */
+export function listProtocols(
+  state: Published,
   filter: ProtocolFilter,
   page: Page,
-): Promise<{ items: Protocol[]; total: number }> {
-  const where = protocolWhere(filter);
-  // Listed protocols are only read: plain rows, not hydrated entities (src/db/plain.ts).
-  const [items, total] = await Promise.all([
-    findPlain(em, Protocol, where, { orderBy: { slug: 'asc' }, limit: page.limit, offset: page.offset }),
-    em.count(Protocol, where),
-  ]);
-  return { items, total };
+): { items: Protocol[]; total: number } {
+  const test = protocolTest(filter);
+  const all = Object.values(filter).some((v) => v !== null && v !== undefined)
+    ? state.active.filter(test)
+    : state.active;
+  return { items: all.slice(page.offset, page.offset + page.limit), total: all.length };
 }
 
+/** A published protocol, active or not. */
+export function publishedProtocol(state: Published, slug: string): Protocol | null {
+  return state.bySlug.get(slug.trim().toLowerCase()) ?? null;
+}
+
+/** The stored protocol, for writers (read inside their transaction). */
 export async function protocolBySlug(em: EntityManager, slug: string): Promise<Protocol | null> {
   const value = slug.trim().toLowerCase();
   // Nothing that is not slug-shaped can be one: no query (PostgreSQL refuses a NUL in a parameter).
   return isSlug(value) ? em.findOne(Protocol, { slug: value }) : null;
-}
-
-async function requireProtocol(em: EntityManager, slug: string): Promise<Protocol> {
-  const protocol = await protocolBySlug(em, slug);
-  if (!protocol) throw notFound('Protocol', slug);
-  return protocol;
 }
 
 /** The weights and caps to score with: the caller's profile, or the methodology defaults. */
@@ -243,39 +230,53 @@ export async function latestDays(
   return new Map(days.filter((d) => wanted.get(d.protocolId) === d.asOf).map((d) => [d.protocolId, d]));
 }
 
+/** The latest score of a published protocol under `scoring`, computed once per snapshot and scoring. */
+function latestView(state: Published, protocol: Protocol, scoring: Scoring): ScoreView | null {
+  const day = state.latest.get(protocol.id);
+  if (!day) return null;
+  const key = scoring.profileId
+    ? `latest:${scoring.profileId}:${JSON.stringify(scoring.weights)}:${JSON.stringify(scoring.caps)}`
+    : 'latest';
+  const views = state.derived(key, () => new Map<string, ScoreView>());
+  let v = views.get(protocol.id);
+  if (!v) views.set(protocol.id, (v = view(protocol, day, scoring)));
+  return v;
+}
+
 export async function latestScores(
   em: EntityManager,
+  state: Published,
   scoring: Scoring,
   page: Page,
   now: Date,
 ): Promise<{ items: ScoreView[]; total: number }> {
-  const { items: protocols, total } = await listProtocols(em, {}, page);
-  const days = await latestDays(em, protocols);
-  const items = protocols.flatMap((p) => {
-    const day = days.get(p.id);
-    return day ? [{ view: view(p, day, scoring), dayId: day.id }] : [];
-  });
+  const { items: protocols, total } = listProtocols(state, {}, page);
+  const items = protocols.flatMap((p) => latestView(state, p, scoring) ?? []);
   await rememberProfileAudits(
     em,
     scoring,
-    items.map((i) => ({ auditId: i.view.auditId, dayId: i.dayId })),
+    items.map((v) => ({ auditId: v.auditId, dayId: state.latest.get(v.protocol.id)!.id })),
     now,
   );
-  return { items: items.map((i) => i.view), total };
+  return { items, total };
 }
 
 export async function scoreOf(
   em: EntityManager,
+  state: Published,
   slug: string,
   scoring: Scoring,
   now: Date,
 ): Promise<ScoreView | null> {
-  const protocol = await protocolBySlug(em, slug);
-  if (!protocol) return null;
-  const day = (await latestDays(em, [protocol])).get(protocol.id);
-  if (!day) return null;
-  const result = view(protocol, day, scoring);
-  await rememberProfileAudits(em, scoring, [{ auditId: result.auditId, dayId: day.id }], now);
+  const protocol = publishedProtocol(state, slug);
+  const result = protocol && latestView(state, protocol, scoring);
+  if (!result) return null;
+  await rememberProfileAudits(
+    em,
+    scoring,
+    [{ auditId: result.auditId, dayId: state.latest.get(protocol.id)!.id }],
+    now,
+  );
   return result;
 }
 
@@ -290,19 +291,14 @@ export interface HistoryView {
 /** The last 30 stored days, oldest first, with the trajectory of that window. */
 export async function scoreHistory(
   em: EntityManager,
+  state: Published,
   slug: string,
   scoring: Scoring,
   now: Date,
 ): Promise<HistoryView | null> {
-  const protocol = await protocolBySlug(em, slug);
+  const protocol = publishedProtocol(state, slug);
   if (!protocol) return null;
-  const days = (
-    await em.find(
-      LiquidityDay,
-      { protocolId: protocol.id },
-      { orderBy: { asOf: 'desc' }, limit: HISTORY_DAYS },
-    )
-  ).reverse();
+  const days = state.history.get(protocol.id) ?? [];
   const points = days.map((d) => {
     if (!scoring.profileId) return { date: d.asOf, score: d.score, tier: d.tier, auditId: d.auditId };
     const r = scoreProtocol(inputsOf(d), scoring.weights, scoring.caps);
@@ -365,81 +361,19 @@ function shiftDate(date: string, days: number): string {
 }
 
 export async function backtest(
-  em: EntityManager,
+  state: Published,
   lookback: number,
   deadline: Deadline = NO_DEADLINE,
 ): Promise<BacktestView> {
   validateLookback(lookback);
+  // From memory, one pass: the only point where the operation's deadline can have passed is before it.
   await deadline.checkpoint('the backtest');
-  const latest = await em.findOne(LiquidityDay, { asOf: { $ne: '' } }, { orderBy: { asOf: 'desc' } });
-  if (!latest) return { lookbackDays: lookback, from: '', to: '', ...backtestMeasures([]) };
-  const to = latest.asOf;
-  const from = shiftDate(to, -lookback);
-  await deadline.checkpoint('the backtest');
-  const days = await em.find(LiquidityDay, { asOf: { $in: [from, to] } });
-  await deadline.checkpoint('the backtest');
-  const byProtocol = new Map<string, { start?: LiquidityDay; end?: LiquidityDay }>();
-  for (const d of days) {
-    const entry = byProtocol.get(d.protocolId) ?? {};
-    if (d.asOf === from) entry.start = d;
-    else entry.end = d;
-    byProtocol.set(d.protocolId, entry);
-  }
-  const pick = (d: LiquidityDay) => ({ score: d.score, tier: d.tier, aumUsd: d.aumUsd });
-  const pairs = [...byProtocol.values()].flatMap((e) =>
-    e.start && e.end ? [{ start: pick(e.start), end: pick(e.end) }] : [],
-  );
+  const { from, to, pairs } = state.backtestPairs(lookback);
   return { lookbackDays: lookback, from, to, ...backtestMeasures(pairs) };
 }
 
-export interface MarketView {
-  category: ProtocolCategory | null;
-  asOf: string | null;
-  protocolCount: number;
-  totalAumUsd: number;
-  averageScore: number | null;
-  averageYieldPct: number | null;
-  tierDistribution: Record<LiquidityTier, number>;
-  indices: Array<{ code: IndexCode; name: string; score: number | null }>;
-}
-
-export async function market(em: EntityManager, category?: string | null): Promise<MarketView> {
-  const where = protocolWhere({ category });
-  const protocols = (await findPlain(em, Protocol, where, { orderBy: { slug: 'asc' } })).filter(
-    (p) => p.liquidityScore !== null && p.liquidityScore !== undefined,
-  );
-  const totalAum = protocols.reduce((s, p) => s + p.aum, 0);
-  const round = (x: number) => Math.round(x * 100) / 100;
-  const tierDistribution = { L1: 0, L2: 0, L3: 0, ILLIQUID: 0 } as Record<LiquidityTier, number>;
-  for (const p of protocols) tierDistribution[p.liquidityTier!]++;
-  const members = protocols.map((p) => ({
-    category: p.category,
-    aumUsd: p.aum,
-    score: p.liquidityScore!,
-    tier: p.liquidityTier!,
-    redemption: redemptionComponent(termsOf(p)),
-  }));
-  const idx = indices(members);
-  return {
-    category: category ? parseCategory(category) : null,
-    asOf: protocols.reduce<string | null>(
-      (max, p) => (p.scoreAsOf && (!max || p.scoreAsOf > max) ? p.scoreAsOf : max),
-      null,
-    ),
-    protocolCount: protocols.length,
-    totalAumUsd: totalAum,
-    averageScore: protocols.length
-      ? round(protocols.reduce((s, p) => s + p.liquidityScore!, 0) / protocols.length)
-      : null,
-    averageYieldPct:
-      totalAum > 0 ? round(protocols.reduce((s, p) => s + p.aum * p.yieldPct, 0) / totalAum) : null,
-    tierDistribution,
-    indices: (Object.keys(idx) as IndexCode[]).map((code) => ({
-      code,
-      name: INDEX_NAMES[code],
-      score: idx[code],
-    })),
-  };
+export function market(state: Published, category?: string | null): MarketView {
+  return state.markets.get(category ? parseCategory(category) : null)!;
 }
 
 /**
@@ -474,4 +408,4 @@ export async function insertDays(em: EntityManager, days: Array<Omit<LiquidityDa
   }
 }
 
-export { requireProtocol, shiftDate, daysBetween };
+export { shiftDate, daysBetween };

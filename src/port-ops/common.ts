@@ -8,7 +8,7 @@ import {
   type QueryOrderMap,
 } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
-import { plainEntities } from '../db/plain.js';
+import { preparedPage } from '../db/prepared.js';
 import type { EventPublisher } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';
 import type { Clock } from '../kernel/clock.js';
@@ -155,28 +155,18 @@ export async function findOwnedOrNull<T extends object>(
  * the database evaluates once (a `count(*) over ()` window would materialise and sort every
  * matching row first — ten times slower on the demo data). A page past the end needs no count.
  */
-export async function findPage<T extends object>(
+export function findPage<T extends object>(
   em: EntityManager,
   entity: EntityClass<T>,
   where: FilterQuery<T>,
   orderBy: QueryOrderMap<T>,
   page: Page,
 ): Promise<{ items: T[]; total: number }> {
-  const total = em
-    .createQueryBuilder(entity, 'c')
-    .count()
-    .where({ ...where })
-    .as('page_total');
-  const rows = (await em
-    .createQueryBuilder(entity, 'e')
-    .select(['e.*', total])
-    .where({ ...where })
-    .orderBy(orderBy)
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute('all')) as Array<Record<string, unknown>>;
-  if (rows.length === 0) return { items: [], total: page.offset === 0 ? 0 : await em.count(entity, where) };
-  const count = Number(rows[0]!.page_total);
-  for (const row of rows) delete row.page_total;
-  return { items: plainEntities(em, entity, rows), total: count };
+  return preparedPage(
+    em,
+    entity,
+    where as Record<string, unknown>,
+    orderBy as Record<string, 'asc' | 'desc'>,
+    page,
+  );
 }

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import type { EntityClass, FilterQuery } from '@mikro-orm/core';
-import { findPlain } from '../db/plain.js';
+import type { EntityClass } from '@mikro-orm/core';
+import { preparedIn } from '../db/prepared.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { Port, PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor, Vessel } from './entities.js';
 
@@ -8,11 +8,12 @@ import { Port, PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor, Vess
  * Every relation of the port-ops graph goes through a per-request DataLoader: one statement per
  * relation per request, however many parents ask. Keys come from rows the caller could already
  * read (tenancy was applied to the parent), so the loaders need no tenant filter of their own.
- * Loaded rows are only read, so they skip the ORM's hydration (src/db/plain.ts).
+ * Loaded rows are only read, so they skip the ORM's hydration, and their SQL is written once per
+ * batch size (src/db/prepared.ts).
  */
 function byId<T extends { id: string }>(entity: EntityClass<T>) {
   return async (em: EntityManager, ids: readonly string[]): Promise<Array<T | Error>> => {
-    const rows = await findPlain(em, entity, { id: { $in: [...ids] } } as unknown as FilterQuery<T>);
+    const rows = await preparedIn(em, entity, 'id', ids);
     const found = new Map(rows.map((r) => [r.id, r]));
     return ids.map((id) => found.get(id) ?? new Error(`${String(entity)} ${id} vanished`));
   };
@@ -42,12 +43,7 @@ export const loadServiceOrders = (ctx: GatewayContext, portCallId: string) =>
   ctx.loaders
     .get<string, ServiceOrder[]>('port-ops.serviceOrdersByCall', async (em, ids) =>
       groupBy(
-        await findPlain(
-          em,
-          ServiceOrder,
-          { portCallId: { $in: [...ids] } },
-          { orderBy: { createdAt: 'asc', id: 'asc' } },
-        ),
+        await preparedIn(em, ServiceOrder, 'portCallId', ids, { createdAt: 'asc', id: 'asc' }),
         'portCallId',
         ids,
       ),
@@ -58,11 +54,13 @@ export const loadStatusHistory = (ctx: GatewayContext, subjectType: StatusSubjec
   ctx.loaders
     .get<string, StatusChange[]>(`port-ops.history.${subjectType}`, async (em, ids) =>
       groupBy(
-        await findPlain(
+        await preparedIn(
           em,
           StatusChange,
-          { subjectType, subjectId: { $in: [...ids] } },
-          { orderBy: { recordedAt: 'asc', id: 'asc' } },
+          'subjectId',
+          ids,
+          { recordedAt: 'asc', id: 'asc' },
+          { subjectType },
         ),
         'subjectId',
         ids,

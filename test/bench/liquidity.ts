@@ -1,44 +1,47 @@
 import { pathToFileURL } from 'node:url';
 import { scoreProtocol, type ScoreInputs } from '../../src/liquidity/engine/score.js';
 import { mulberry32 } from '../../src/kernel/random.js';
-import type { BenchScenario } from './scenario.js';
+import type { BenchKeys, BenchScenario } from './scenario.js';
 
-/** Liquidity scenarios for `npm run bench`: the same data through REST and GraphQL (Institutional key). */
-const PROTOCOLS_QUERY = `query BenchProtocols { protocols(first: 100) { nodes { id slug name category aumUsd liquidityScore liquidityTier regulatoryStatus custodian auditor governanceModel } } }`;
+/** Liquidity scenarios for `npm run bench`, each against its ceiling (Institutional key). */
+const PROTOCOLS_QUERY = `query BenchProtocols { protocols(first: 20) { nodes { slug name category liquidityScore liquidityTier } } }`;
 const MARKET_QUERY = `query BenchMarket { market { protocolCount totalAumUsd averageScore averageYieldPct tierDistribution { L1 L2 L3 ILLIQUID } indices { code score } } }`;
-const inst = (k: Record<string, string>) => ({ 'x-api-key': k.INSTITUTIONAL! });
-const gqlHeaders = (k: Record<string, string>) => ({ ...inst(k), 'content-type': 'application/json' });
+const inst = (k: BenchKeys) => ({ 'x-api-key': k.INSTITUTIONAL });
+const gqlHeaders = (k: BenchKeys) => ({ ...inst(k), 'content-type': 'application/json' });
+const READ = { ceiling: true, targetShare: 0.5 } as const;
 
 export const scenarios: BenchScenario[] = [
+  {
+    name: 'GraphQL protocols(first: 20), 5 fields',
+    method: 'POST',
+    path: '/graphql',
+    headers: gqlHeaders,
+    body: JSON.stringify({ query: PROTOCOLS_QUERY }),
+    ...READ,
+  },
   {
     name: 'REST /v1/protocols?limit=100',
     method: 'GET',
     path: '/v1/protocols?limit=100',
     headers: inst,
-    baseline: 'bare Fastify route',
+    ...READ,
   },
-  {
-    name: 'GraphQL protocols(first: 100)',
-    method: 'POST',
-    path: '/graphql',
-    headers: gqlHeaders,
-    body: JSON.stringify({ query: PROTOCOLS_QUERY }),
-    baseline: 'REST /v1/protocols?limit=100',
-  },
-  {
-    name: 'REST /v1/market',
-    method: 'GET',
-    path: '/v1/market',
-    headers: inst,
-    baseline: 'bare Fastify route',
-  },
+  { name: 'REST /v1/market', method: 'GET', path: '/v1/market', headers: inst, ...READ },
   {
     name: 'GraphQL market',
     method: 'POST',
     path: '/graphql',
     headers: gqlHeaders,
     body: JSON.stringify({ query: MARKET_QUERY }),
-    baseline: 'REST /v1/market',
+    ...READ,
+  },
+  { name: 'REST /v1/scores', method: 'GET', path: '/v1/scores', headers: inst, ...READ },
+  {
+    name: 'REST /v1/scores/:slug/history',
+    method: 'GET',
+    path: '/v1/scores/harbor-treasury/history',
+    headers: inst,
+    ...READ,
   },
 ];
 

@@ -10,6 +10,12 @@
  * see that drift. Reported: the median over rounds of req/s, p50 and p99, and of each round's
  * ratio to the baseline, with the lowest and highest ratio seen.
  *
+ * Ceilings: every heavy read is paired with a bare node:http server in another process answering
+ * the same request with the same bytes, captured from the gateway at start and re-serialized per
+ * request (ceiling.ts); its row reports the share of that ceiling. A plain Apollo Server 5 with
+ * default settings (apollo-anchor.ts) serves the trivial query on the same schema, as the anchor of
+ * the GraphQL pipeline.
+ *
  * BENCH_DURATION (s per scenario, default 20), BENCH_ROUNDS (default 10), BENCH_CONNECTIONS (default
  * 20), BENCH_ONLY (substrings separated by `|`: only the scenarios whose name contains one of them;
  * the extra benchmarks then run only when BENCH_ONLY names `extra`).
@@ -19,31 +25,43 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import type { BenchScenario } from './scenario.js';
-
-type Keys = Record<'OBSERVER' | 'ANALYST' | 'PROFESSIONAL' | 'INSTITUTIONAL', string>;
+import type { CapturedAnswer } from './ceiling.js';
+import type { BenchKeys as Keys, BenchRequest, BenchScenario } from './scenario.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 10));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
 
+const TRIVIAL = JSON.stringify({ query: '{ vessel(imo: "9074729") { imo name flag } }' });
+const gqlHeaders = (k: Keys) => ({ 'content-type': 'application/json', 'x-api-key': k.INSTITUTIONAL });
+
 const foundation: BenchScenario[] = [
-  { name: 'bare Fastify route', method: 'GET', path: '/bench/bare' },
+  { name: 'bare Fastify route in the gateway process', method: 'GET', path: '/bench/bare' },
   {
     name: 'GraphQL trivial query',
     method: 'POST',
     path: '/graphql',
-    headers: (k) => ({ 'content-type': 'application/json', 'x-api-key': k.INSTITUTIONAL }),
-    body: JSON.stringify({ query: '{ vessel(imo: "9074729") { imo name flag } }' }),
-    baseline: 'bare Fastify route',
+    headers: gqlHeaders,
+    body: TRIVIAL,
+    ceiling: true,
+    compareWith: 'plain Apollo Server 5: trivial query',
+  },
+  {
+    name: 'plain Apollo Server 5: trivial query',
+    method: 'POST',
+    path: '/',
+    headers: gqlHeaders,
+    body: TRIVIAL,
+    target: 'apollo',
+    ceilingOf: 'GraphQL trivial query',
   },
   {
     name: 'REST /v1/vessels/lookup',
     method: 'GET',
     path: '/v1/vessels/lookup?imo=9074729',
     headers: (k) => ({ 'x-api-key': k.INSTITUTIONAL }),
-    baseline: 'bare Fastify route',
+    ceiling: true,
   },
 ];
 
@@ -57,6 +75,10 @@ async function loadScenarios(): Promise<BenchScenario[]> {
       if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
     }
   }
+  return all;
+}
+
+function selected(all: BenchScenario[]): BenchScenario[] {
   const terms = ONLY?.split('|').filter(Boolean);
   return terms ? all.filter((s) => terms.some((t) => s.name.includes(t))) : all;
 }
@@ -105,6 +127,51 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
   return { child, url, keys };
 }
 
+/** A helper process of the bench (ceiling, Apollo anchor) that prints `ready` when it listens. */
+async function startHelper(script: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const port = 4900 + Math.floor(Math.random() * 300);
+  const child = spawn(process.execPath, ['--import', 'tsx', script, String(port), ...args], {
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start`)), 60_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes('ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+/** The gateway's answer to each ceiling scenario, to be served by the ceiling process. */
+async function capture(url: string, keys: Keys, scenarios: BenchScenario[]): Promise<CapturedAnswer[]> {
+  const answers: CapturedAnswer[] = [];
+  for (const [i, s] of scenarios.entries()) {
+    const res = await fetch(url + s.path, { method: s.method, headers: s.headers?.(keys), body: s.body });
+    const body = await res.text();
+    if (!res.ok || body.includes('"errors"'))
+      throw new Error(`${s.name}: ${res.status} ${body.slice(0, 300)}`);
+    answers.push({
+      path: `/c/${i}`,
+      contentType: res.headers.get('content-type') ?? 'application/json',
+      body,
+    });
+    console.error(`  captured ${s.name}: ${Buffer.byteLength(body).toLocaleString('en')} bytes`);
+  }
+  return answers;
+}
+
+interface Target {
+  url: string;
+  /** The request this scenario sends: its own, or its ceiling's path with the same method, headers and body. */
+  path: string;
+  requests?: BenchRequest[];
+}
+
 interface Sample {
   name: string;
   rps: number;
@@ -112,14 +179,15 @@ interface Sample {
   p99: number;
   errors: number;
   non2xx: number;
-  baseline?: string;
 }
 
 interface Row extends Sample {
-  /** Median over rounds of this round's req/s ÷ the baseline's req/s in the same round. */
-  ratio?: number;
-  ratioMin?: number;
-  ratioMax?: number;
+  /** Median over rounds of this round's req/s ÷ its ceiling's req/s in the same round. */
+  share?: number;
+  shareMin?: number;
+  shareMax?: number;
+  /** The same for `compareWith`. */
+  compared?: number;
   rounds: Sample[];
 }
 
@@ -129,12 +197,13 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function measure(url: string, keys: Keys, s: BenchScenario, seconds: number): Promise<Sample> {
+async function measure(keys: Keys, s: BenchScenario, t: Target, seconds: number): Promise<Sample> {
   const result = await autocannon({
-    url: url + s.path,
+    url: t.url + t.path,
     method: s.method,
     headers: s.headers?.(keys),
     body: s.body,
+    requests: t.requests,
     connections: CONNECTIONS,
     duration: seconds,
   });
@@ -145,33 +214,128 @@ async function measure(url: string, keys: Keys, s: BenchScenario, seconds: numbe
     p99: result.latency.p99,
     errors: result.errors,
     non2xx: result.non2xx,
-    baseline: s.baseline,
   };
 }
 
+const ceilingName = (name: string) => `${name} — ceiling`;
+
+/** Every scenario, then the ceilings and the helper processes they need, in measuring order. */
+interface Plan {
+  /** Each scenario follows its ceiling, so the two are measured seconds apart in every round. */
+  order: BenchScenario[];
+  targets: Map<string, Target>;
+}
+
+async function plan(
+  all: BenchScenario[],
+  chosen: BenchScenario[],
+  gateway: string,
+  keys: Keys,
+  dir: string,
+  helpers: ChildProcess[],
+): Promise<Plan> {
+  const byName = new Map(all.map((s) => [s.name, s]));
+  const ceilingOwner = (s: BenchScenario) =>
+    s.ceiling ? s : s.ceilingOf ? byName.get(s.ceilingOf) : undefined;
+  const owners = [...new Set(chosen.flatMap((s) => ceilingOwner(s) ?? []))];
+  const targets = new Map<string, Target>();
+  const order: BenchScenario[] = [];
+  let ceilingUrl = '';
+  if (owners.length > 0) {
+    writeFileSync(join(dir, 'ceiling.json'), JSON.stringify(await capture(gateway, keys, owners)));
+    const ceiling = await startHelper('test/bench/ceiling.ts', [join(dir, 'ceiling.json')]);
+    helpers.push(ceiling.child);
+    ceilingUrl = ceiling.url;
+  }
+  let apolloUrl = '';
+  if (chosen.some((s) => s.target === 'apollo')) {
+    const apollo = await startHelper('test/bench/apollo-anchor.ts', [join(dir, 'bench.sqlite')]);
+    helpers.push(apollo.child);
+    apolloUrl = apollo.url;
+  }
+  const placed = new Set<string>();
+  for (const s of chosen) {
+    const owner = ceilingOwner(s);
+    if (owner && !placed.has(owner.name)) {
+      const c: BenchScenario = {
+        ...owner,
+        name: ceilingName(owner.name),
+        ceiling: false,
+        compareWith: undefined,
+      };
+      order.push(c);
+      targets.set(c.name, { url: ceilingUrl, path: `/c/${owners.indexOf(owner)}` });
+      placed.add(owner.name);
+    }
+    order.push(s);
+    const url = s.target === 'apollo' ? apolloUrl : gateway;
+    targets.set(s.name, { url, path: s.path, requests: await s.mix?.({ url, keys }) });
+  }
+  return { order, targets };
+}
+
+function shareText(r: Row, s: BenchScenario): string {
+  if (r.share === undefined) return '—';
+  const met =
+    s.targetShare === undefined
+      ? ''
+      : r.share >= s.targetShare && (s.targetP99 === undefined || r.p99 <= s.targetP99)
+        ? ' ✓'
+        : ` ✗ (target ≥ ${s.targetShare}${s.targetP99 !== undefined ? `, p99 ≤ ${s.targetP99} ms` : ''})`;
+  return `**${r.share.toFixed(2)}** (${r.shareMin!.toFixed(2)}–${r.shareMax!.toFixed(2)})${met}`;
+}
+
 async function main(): Promise<void> {
-  const scenarios = await loadScenarios();
+  const all = await loadScenarios();
+  const chosen = selected(all);
   const dir = mkdtempSync(join(tmpdir(), 'tidegate-bench-'));
+  const helpers: ChildProcess[] = [];
   const { child, url, keys } = await startServer(dir);
-  const samples = new Map<string, Sample[]>(scenarios.map((s) => [s.name, []]));
-  const ratios = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
   const extras: Record<string, unknown> = {};
   const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
+  let rows: Row[] = [];
   try {
-    for (const s of scenarios) await measure(url, keys, s, 2); // warm-up: JIT, caches, connection pools
+    const { order, targets } = await plan(all, chosen, url, keys, dir, helpers);
+    const ceilingOf = (s: BenchScenario) =>
+      s.ceiling ? ceilingName(s.name) : s.ceilingOf ? ceilingName(s.ceilingOf) : undefined;
+    const samples = new Map<string, Sample[]>(order.map((s) => [s.name, []]));
+    const shares = new Map<string, number[]>(order.map((s) => [s.name, []]));
+    const compared = new Map<string, number[]>(order.map((s) => [s.name, []]));
+    for (const s of order) await measure(keys, s, targets.get(s.name)!, 2); // warm-up: JIT, caches, pools
     for (let round = 1; round <= ROUNDS; round++) {
       const thisRound = new Map<string, Sample>();
-      for (const s of scenarios) {
-        const sample = await measure(url, keys, s, seconds);
+      for (const s of order) {
+        const sample = await measure(keys, s, targets.get(s.name)!, seconds);
         thisRound.set(s.name, sample);
         samples.get(s.name)!.push(sample);
-        const base = s.baseline ? thisRound.get(s.baseline) : undefined;
-        if (base) ratios.get(s.name)!.push(sample.rps / base.rps);
+        const base = thisRound.get(ceilingOf(s) ?? '');
+        if (base) shares.get(s.name)!.push(sample.rps / base.rps);
         console.error(
-          `  round ${round}/${ROUNDS} ${s.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50} ms, p99 ${sample.p99} ms${base ? `, ${(sample.rps / base.rps).toFixed(2)} × baseline` : ''}${sample.non2xx ? `, ${sample.non2xx} non-2xx` : ''}`,
+          `  round ${round}/${ROUNDS} ${s.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50} ms, p99 ${sample.p99} ms${base ? `, ${(sample.rps / base.rps).toFixed(2)} of ceiling` : ''}${sample.non2xx ? `, ${sample.non2xx} non-2xx` : ''}`,
         );
       }
+      // Compared after the round: the other scenario may be measured later in it.
+      for (const s of order) {
+        const other = s.compareWith && thisRound.get(s.compareWith);
+        if (other) compared.get(s.name)!.push(thisRound.get(s.name)!.rps / other.rps);
+      }
     }
+    rows = order.map((s) => {
+      const rounds = samples.get(s.name)!;
+      const r = shares.get(s.name)!;
+      const c = compared.get(s.name)!;
+      return {
+        name: s.name,
+        rps: median(rounds.map((x) => x.rps)),
+        p50: median(rounds.map((x) => x.p50)),
+        p99: median(rounds.map((x) => x.p99)),
+        errors: rounds.reduce((n, x) => n + x.errors, 0),
+        non2xx: rounds.reduce((n, x) => n + x.non2xx, 0),
+        ...(r.length > 0 ? { share: median(r), shareMin: Math.min(...r), shareMax: Math.max(...r) } : {}),
+        ...(c.length > 0 ? { compared: median(c) } : {}),
+        rounds,
+      };
+    });
     for (const file of ONLY && !ONLY.includes('extra') ? [] : ['liquidity', 'events']) {
       try {
         const mod = (await import(`./${file}.js`)) as {
@@ -187,36 +351,32 @@ async function main(): Promise<void> {
     }
   } finally {
     child.kill('SIGTERM');
+    for (const h of helpers) h.kill('SIGTERM');
   }
 
-  const rows: Row[] = scenarios.map((s) => {
-    const rounds = samples.get(s.name)!;
-    const r = ratios.get(s.name)!;
-    return {
-      name: s.name,
-      baseline: s.baseline,
-      rps: median(rounds.map((x) => x.rps)),
-      p50: median(rounds.map((x) => x.p50)),
-      p99: median(rounds.map((x) => x.p99)),
-      errors: rounds.reduce((n, x) => n + x.errors, 0),
-      non2xx: rounds.reduce((n, x) => n + x.non2xx, 0),
-      ...(r.length > 0 ? { ratio: median(r), ratioMin: Math.min(...r), ratioMax: Math.max(...r) } : {}),
-      rounds,
-    };
-  });
+  const byName = new Map(all.map((s) => [s.name, s]));
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   console.log(
     `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
   );
-  console.log('| scenario | req/s | p50 ms | p99 ms | vs baseline (median of rounds; lowest–highest) |');
+  console.log(
+    '| scenario | req/s | p50 ms | p99 ms | share of its ceiling (median of rounds; lowest–highest) |',
+  );
   console.log('|---|---:|---:|---:|---:|');
   for (const r of rows) {
-    const ratio =
-      r.ratio !== undefined
-        ? `${r.ratio.toFixed(2)} × ${r.baseline} (${r.ratioMin!.toFixed(2)}–${r.ratioMax!.toFixed(2)})`
-        : '—';
     const flag = r.errors || r.non2xx ? ` (errors ${r.errors}, non-2xx ${r.non2xx})` : '';
-    console.log(`| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${ratio} |`);
+    const s = byName.get(r.name);
+    console.log(
+      `| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${s ? shareText(r, s) : 'ceiling'} |`,
+    );
+  }
+  const anchors = rows.filter((r) => r.compared !== undefined);
+  if (anchors.length > 0) {
+    console.log('');
+    for (const r of anchors)
+      console.log(
+        `${r.name} ÷ ${byName.get(r.name)!.compareWith}: ${r.compared!.toFixed(2)} (median of rounds)`,
+      );
   }
   mkdirSync('data/bench', { recursive: true });
   writeFileSync(

@@ -10,6 +10,8 @@ import { Migration20261123000600WebhookHardening } from './Migration202611230006
 import { Migration20261123000800LiquidityRevisions } from './Migration20261123000800LiquidityRevisions.js';
 import { Migration20261123000700PortOpsIntegrity } from './Migration20261123000700PortOpsIntegrity.js';
 import { Migration20261124000100SandboxAccounts } from './Migration20261124000100SandboxAccounts.js';
+import { Migration20261124000300ReadModels } from './Migration20261124000300ReadModels.js';
+import { Migration20261124000400PortOpsListIndexes } from './Migration20261124000400PortOpsListIndexes.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -27,4 +29,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261123000800LiquidityRevisions', class: Migration20261123000800LiquidityRevisions },
   { name: 'Migration20261123000700PortOpsIntegrity', class: Migration20261123000700PortOpsIntegrity },
   { name: 'Migration20261124000100SandboxAccounts', class: Migration20261124000100SandboxAccounts },
+  { name: 'Migration20261124000300ReadModels', class: Migration20261124000300ReadModels },
+  { name: 'Migration20261124000400PortOpsListIndexes', class: Migration20261124000400PortOpsListIndexes },
 ];

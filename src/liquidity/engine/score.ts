@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Liquidity scoring, methodology 1.7. Pure functions: no database, no clock — the same inputs,
@@ -235,31 +235,22 @@ export function canonicalJson(value: unknown): string {
   return `{${out}}`;
 }
 
-const INPUT_KEYS: ReadonlyArray<keyof ScoreInputs> = [
-  'asOf',
-  'dataDate',
-  'aumUsd',
-  'volumeUsd',
-  'holders',
-  'topHolderPct',
-  'redemptionQueueUsd',
-  'navDeviationBps',
-  'lastAttestationDate',
-  'redemptionFrequencyDays',
-  'noticePeriodDays',
-  'redemptionGates',
-  'audited',
-  'qualifiedCustodian',
-  'regulatoryStatus',
-];
-const byCodeUnit = (keys: readonly string[]) => [...keys].sort();
-const SORTED_INPUT_KEYS = byCodeUnit(INPUT_KEYS);
-const SORTED_COMPONENTS = byCodeUnit(COMPONENTS);
-const SORTED_PENALTIES = byCodeUnit(PENALTIES);
+const METHODOLOGY = JSON.stringify(METHODOLOGY_VERSION);
 
-function flatObject(value: object, sortedKeys: readonly string[]): string {
-  const record = value as Record<string, unknown>;
-  return `{${sortedKeys.map((k) => `"${k}":${JSON.stringify(record[k])}`).join(',')}}`;
+/** JSON.stringify of a number, null or boolean without the generic call (same text, e.g. NaN → null). */
+function scalar(v: number | boolean | null): string {
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return Number.isFinite(v) ? String(v) : 'null';
+}
+
+function text(v: string | null): string {
+  return v === null ? 'null' : JSON.stringify(v);
+}
+
+/** The inputs with their keys in code-unit order, spelled out: a score's hot path. */
+function inputsJson(i: ScoreInputs): string {
+  return `{"asOf":${text(i.asOf)},"audited":${scalar(i.audited)},"aumUsd":${scalar(i.aumUsd)},"dataDate":${text(i.dataDate)},"holders":${scalar(i.holders)},"lastAttestationDate":${text(i.lastAttestationDate)},"navDeviationBps":${scalar(i.navDeviationBps)},"noticePeriodDays":${scalar(i.noticePeriodDays)},"qualifiedCustodian":${scalar(i.qualifiedCustodian)},"redemptionFrequencyDays":${scalar(i.redemptionFrequencyDays)},"redemptionGates":${scalar(i.redemptionGates)},"redemptionQueueUsd":${scalar(i.redemptionQueueUsd)},"regulatoryStatus":${text(i.regulatoryStatus)},"topHolderPct":${scalar(i.topHolderPct)},"volumeUsd":${scalar(i.volumeUsd)}}`;
 }
 
 /**
@@ -268,8 +259,8 @@ function flatObject(value: object, sortedKeys: readonly string[]): string {
  * checks the two serialisations agree).
  */
 export function auditIdOf(inputs: ScoreInputs, weights: Weights, caps: PenaltyCaps): string {
-  const json = `{"caps":${flatObject(caps, SORTED_PENALTIES)},"inputs":${flatObject(inputs, SORTED_INPUT_KEYS)},"methodology":${JSON.stringify(METHODOLOGY_VERSION)},"weights":${flatObject(weights, SORTED_COMPONENTS)}}`;
-  return createHash('sha256').update(json).digest('hex');
+  const json = `{"caps":{"attestation":${scalar(caps.attestation)},"concentration":${scalar(caps.concentration)},"deviation":${scalar(caps.deviation)},"queue":${scalar(caps.queue)},"staleness":${scalar(caps.staleness)}},"inputs":${inputsJson(inputs)},"methodology":${METHODOLOGY},"weights":{"aum":${scalar(weights.aum)},"issuer":${scalar(weights.issuer)},"jurisdiction":${scalar(weights.jurisdiction)},"redemption":${scalar(weights.redemption)},"volume":${scalar(weights.volume)}}}`;
+  return hash('sha256', json, 'hex');
 }
 
 /** The score: Σ weight × component − Σ capped penalty, clamped to 0–100, two decimals. */

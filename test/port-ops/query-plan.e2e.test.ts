@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DASHBOARD_QUERY } from '../bench/port-ops.js';
+import { describeEachDialect } from '../helpers/env.js';
+import { gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
+
+/*
+ * The plans of the port-ops reads: every statement the dashboard and the list routes run (with
+ * each filter and order) must reach its rows through an index, never by reading a whole table.
+ * SQLite: EXPLAIN QUERY PLAN, where a full scan is `SCAN <table>` without `USING … INDEX`.
+ * PostgreSQL: EXPLAIN with sequential scans priced out (enable_seqscan off), which is what the
+ * planner does on its own once a table holds enough rows; a `Seq Scan` left in the plan then means
+ * there is no index it could use.
+ */
+const PORT_OPS_TABLES = /\b(port_calls|service_orders|vessels|ports|vendors|status_changes)\b/;
+
+describeEachDialect('query plans of the port-ops reads', (dialect) => {
+  let server: TestServer;
+  let recording = false;
+  const statements: string[] = [];
+  let key: string;
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      dialect,
+      onQuery: (message) => {
+        // eslint-disable-next-line no-control-regex
+        const line = message.replace(/\x1B\[[0-9;]*m/g, '');
+        const sql = /^\[query\] ((?:select|with)\b.*?)(?: \[took .*)?$/is.exec(line)?.[1];
+        if (recording && sql && PORT_OPS_TABLES.test(sql)) statements.push(sql);
+      },
+    });
+    key = server.key('INSTITUTIONAL');
+  });
+  afterAll(() => server?.close());
+
+  /**
+   * The plan whatever the parameter values: SQLite plans without them (every `?` is bound to 1);
+   * PostgreSQL is asked for the generic plan of the prepared statement.
+   */
+  async function planOf(sql: string): Promise<string> {
+    const knex = server.database.db.em().getKnex();
+    const params = (sql.match(/\?/g) ?? []).length;
+    if (dialect === 'sqlite') {
+      const rows = (await knex.raw(`explain query plan ${sql}`, Array(params).fill(1))) as Array<{
+        detail: string;
+      }>;
+      return rows.map((r) => r.detail).join('\n');
+    }
+    // The log shows PostgreSQL's own placeholders ($1 …); knex's `?` would be numbered here.
+    let n = 0;
+    const numbered = sql.replace(/\?/g, () => `$${++n}`);
+    n = Math.max(n, ...[...numbered.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+    return knex.transaction(async (trx) => {
+      await trx.raw('set local enable_seqscan = off');
+      await trx.raw('set local plan_cache_mode = force_generic_plan');
+      await trx.raw(`prepare plan_check as ${numbered}`);
+      try {
+        const args = n > 0 ? `(${Array(n).fill('null').join(', ')})` : '';
+        const result = (await trx.raw(`explain execute plan_check${args}`)) as {
+          rows: Array<{ 'QUERY PLAN': string }>;
+        };
+        return result.rows.map((r) => r['QUERY PLAN']).join('\n');
+      } finally {
+        // A prepared statement belongs to the session, not the transaction.
+        await trx.raw('deallocate plan_check');
+      }
+    });
+  }
+
+  /**
+   * Full scans, and on SQLite a list sorted whole: a page of a list must come off an index in its
+   * order (SQLite's "FOR RIGHT PART OF ORDER BY" — the id tiebreak — is fine). The loaders' `in
+   * (…)` batches read several ranges and are sorted by any database, so only their scans count.
+   */
+  function problems(sql: string, plan: string): string[] {
+    const batch = / in \(/i.test(sql);
+    return plan
+      .split('\n')
+      .filter((line) =>
+        dialect === 'sqlite'
+          ? /^SCAN \w+$/.test(line.trim()) || (!batch && /USE TEMP B-TREE FOR ORDER BY/.test(line))
+          : /Seq Scan/.test(line),
+      );
+  }
+
+  /** Runs `read` and checks the plan of every port-ops statement it ran. */
+  async function expectIndexed(read: () => Promise<unknown>): Promise<void> {
+    await read(); // warm caches (credentials, vessels) so the statements are the steady-state ones
+    statements.length = 0;
+    recording = true;
+    await read();
+    recording = false;
+    expect(statements.length).toBeGreaterThan(0);
+    for (const sql of statements) {
+      const plan = await planOf(sql);
+      expect(problems(sql, plan), `${sql}\n${plan}`).toEqual([]);
+    }
+  }
+
+  it('the GraphQL dashboard: port calls, vessels, ports, service orders, vendors', () =>
+    expectIndexed(async () => {
+      const res = await gql(server.url, DASHBOARD_QUERY, { key });
+      expect(res.body.errors).toBeUndefined();
+    }));
+
+  it('the REST dashboard route', () =>
+    expectIndexed(async () => {
+      expect((await rest(server.url, '/v1/dashboard/port-calls?limit=50', { key })).status).toBe(200);
+    }));
+
+  it('the port-call list under each filter and order', async () => {
+    const call = (await rest(server.url, '/v1/port-calls?limit=1', { key })).body.data[0] as Json;
+    for (const query of [
+      'status=SCHEDULED&limit=10',
+      'status=DEPARTED&limit=10',
+      `portLocode=${call.portLocode}&limit=10`,
+      `vesselImo=${call.vesselImo}&limit=10`,
+      'etaFrom=2026-01-01T00:00:00Z&etaTo=2027-01-01T00:00:00Z&limit=10',
+    ]) {
+      await expectIndexed(async () => {
+        const res = await rest(server.url, `/v1/port-calls?${query}`, { key });
+        expect(res.status, `${query}: ${res.text}`).toBe(200);
+      });
+    }
+  });
+
+  it('the service-order list under each filter', async () => {
+    const order = (await rest(server.url, '/v1/service-orders?limit=1', { key })).body.data[0] as Json;
+    for (const query of [
+      'limit=10',
+      'status=REQUESTED&limit=10',
+      'serviceType=BUNKERING&limit=10',
+      `portCallId=${order.portCallId}&limit=10`,
+      `vendorId=${order.vendorId}&limit=10`,
+    ]) {
+      await expectIndexed(async () => {
+        const res = await rest(server.url, `/v1/service-orders?${query}`, { key });
+        expect(res.status, `${query}: ${res.text}`).toBe(200);
+      });
+    }
+  });
+});
