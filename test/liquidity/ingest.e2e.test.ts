@@ -18,13 +18,13 @@ function rowFrom(slug: string, inputs: Json, date: string, overrides: Record<str
   return {
     slug,
     date,
-    aum_usd: inputs.aumUsd,
-    volume_usd: inputs.volumeUsd,
+    aum_usd: inputs.aum_usd,
+    volume_usd: inputs.volume_usd,
     holders: inputs.holders,
-    top_holder_pct: inputs.topHolderPct,
-    redemption_queue_usd: inputs.redemptionQueueUsd,
-    nav_deviation_bps: inputs.navDeviationBps,
-    last_attestation_date: inputs.lastAttestationDate,
+    top_holder_pct: inputs.top_holder_pct,
+    redemption_queue_usd: inputs.redemption_queue_usd,
+    nav_deviation_bps: inputs.nav_deviation_bps,
+    last_attestation_date: inputs.last_attestation_date,
     ...overrides,
   };
 }
@@ -70,7 +70,7 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
     expect(carried).toMatchObject({ as_of: today, data_date: nextDay(today, -1) });
     const meridian = (await auditOf(carried.audit_id)).body.inputs;
     const second = await ingest([
-      rowFrom('meridian-bills', meridian, today, { aum_usd: meridian.aumUsd * 1.2 }),
+      rowFrom('meridian-bills', meridian, today, { aum_usd: meridian.aum_usd * 1.2 }),
     ]);
     expect(second.body.errors).toBeUndefined();
     // Only meridian-bills' carried day was rewritten; nothing else moved.
@@ -85,7 +85,7 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
     // The carried-forward score that was served keeps resolving to the inputs it was computed from.
     const superseded = await auditOf(carried.audit_id);
     expect(superseded.status).toBe(200);
-    expect(superseded.body.inputs).toMatchObject({ asOf: today, dataDate: nextDay(today, -1) });
+    expect(superseded.body.inputs).toMatchObject({ as_of: today, data_date: nextDay(today, -1) });
     expect(superseded.body.result).toMatchObject({ audit_id: carried.audit_id, score: carried.score });
     expect(await scoreOf('harbor-treasury')).toEqual(harborAfter);
   });
@@ -110,7 +110,7 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
     const events = await eventIds();
     const reported = await scoreOf('harbor-treasury');
     const inputs = (await auditOf(reported.audit_id)).body.inputs;
-    const correction = [rowFrom('harbor-treasury', inputs, today, { aum_usd: inputs.aumUsd / 2 })];
+    const correction = [rowFrom('harbor-treasury', inputs, today, { aum_usd: inputs.aum_usd / 2 })];
 
     const dup = await ingest(correction);
     expect(dup.body.errors?.[0]?.message).toBe(
@@ -131,7 +131,7 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
     const corrected = await scoreOf('harbor-treasury');
     expect(corrected.audit_id).not.toBe(reported.audit_id);
     expect(corrected.components.aum).toBeLessThan(reported.components.aum);
-    expect((await auditOf(reported.audit_id)).body.inputs.aumUsd).toBe(inputs.aumUsd);
+    expect((await auditOf(reported.audit_id)).body.inputs.aum_usd).toBe(inputs.aum_usd);
     expect(await server.database.db.em().count(LiquidityDay, {})).toBe(days);
   });
 
@@ -164,9 +164,9 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
     const history = (await rest(server.url, `/v1/scores/${stale.slug}/history`, { key })).body;
     const gapPoint = history.points.find((p: Json) => p.date === gap);
     expect((await auditOf(gapPoint.audit_id)).body.inputs).toMatchObject({
-      asOf: gap,
-      dataDate: nextDay(gap, -1),
-      lastAttestationDate: nextDay(gap, -1),
+      as_of: gap,
+      data_date: nextDay(gap, -1),
+      last_attestation_date: nextDay(gap, -1),
     });
 
     const published = (await newEvents(events)).filter((e) => e.payload.slug === stale.slug);
@@ -188,8 +188,8 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
     const refilled = (await rest(server.url, `/v1/scores/${stale.slug}/history`, { key })).body;
     const filled = refilled.points.find((p: Json) => p.date === gap);
     expect((await auditOf(filled.audit_id)).body.inputs).toMatchObject({
-      dataDate: gap,
-      lastAttestationDate: gap,
+      data_date: gap,
+      last_attestation_date: gap,
     });
   });
 
@@ -213,7 +213,7 @@ describeEachDialect('liquidity ingestion of same-day, late and corrected data', 
 
     // +4 % AUM and a top holder 1.4 points over the 20 % line (0.7 penalty points).
     const res = await ingest([
-      rowFrom(slug, inputs, today, { aum_usd: inputs.aumUsd * 1.04, top_holder_pct: 21.4 }),
+      rowFrom(slug, inputs, today, { aum_usd: inputs.aum_usd * 1.04, top_holder_pct: 21.4 }),
     ]);
     expect(res.body.errors).toBeUndefined();
     const after = await scoreOf(slug);

@@ -10,6 +10,12 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 const clamp = (x: number) => Math.min(100, Math.max(0, x));
 const days = (a: string, b: string) => Math.max(0, Math.round((Date.parse(b) - Date.parse(a)) / 86_400_000));
 
+function camelKeys(record: Record<string, unknown>): Json {
+  return Object.fromEntries(
+    Object.entries(record).map(([k, v]) => [k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), v]),
+  );
+}
+
 function byTheBook(i: Json) {
   const A = i.aumUsd <= 1e6 ? 0 : r2(clamp(25 * Math.log10(i.aumUsd / 1e6)));
   const R = r2(
@@ -89,7 +95,9 @@ describe('METHODOLOGY.md recomputes the demo scores', () => {
     expect(scores).toHaveLength(40);
     for (const s of scores) {
       const audit = (await rest(server.url, `/v1/audits/${s.audit_id}`, { key })).body;
-      const expected = byTheBook(audit.inputs);
+      // REST spells the inputs snake_case; the audit id hashes them as the engine names them.
+      const inputs = camelKeys(audit.inputs);
+      const expected = byTheBook(inputs);
       expect(s.components, s.slug).toEqual(expected.components);
       expect(Object.fromEntries(s.penalties.map((p: Json) => [p.kind, p.points])), s.slug).toEqual(
         expected.penalties,
@@ -102,7 +110,7 @@ describe('METHODOLOGY.md recomputes the demo scores', () => {
       expect(audit.weights).toEqual(weights);
       expect(audit.penalty_caps).toEqual(caps);
       const id = createHash('sha256')
-        .update(canonical({ methodology: '1.7', inputs: audit.inputs, weights, caps }))
+        .update(canonical({ methodology: '1.7', inputs, weights, caps }))
         .digest('hex');
       expect(id, s.slug).toBe(s.audit_id);
     }
