@@ -45,6 +45,11 @@ export function formatGraphQLError(
   }
   const code = formatted.extensions?.code;
   if (typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR') return formatted;
+  // Apollo Server's own request errors without a code (a persisted-query hash that does not match
+  // its query) carry their 4xx status: the caller's fault, so the message is theirs to see.
+  const status = (error as { extensions?: { http?: { status?: unknown } } } | null)?.extensions?.http?.status;
+  if (typeof status === 'number' && status < 500)
+    return { ...formatted, extensions: { ...formatted.extensions, code: 'BAD_REQUEST' } };
   log(error);
   return {
     message: 'Internal server error',

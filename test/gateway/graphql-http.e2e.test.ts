@@ -33,11 +33,26 @@ describeEachDialect('/graphql over HTTP', (dialect) => {
     expect(res.headers.get('content-type')).toBe('application/graphql-response+json; charset=utf-8');
   });
 
-  it('serves a repeated operation (compiled fast path) exactly like the first time', async () => {
-    const answers = [];
+  it('a persisted-query hash that does not match its query is the caller’s 400, not an internal error', async () => {
+    const res = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': server.key('ANALYST') },
+      body: JSON.stringify({
+        query: VESSEL,
+        extensions: { persistedQuery: { version: 1, sha256Hash: '0'.repeat(64) } },
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      errors: [{ message: 'provided sha does not match query', extensions: { code: 'BAD_REQUEST' } }],
+    });
+  });
+
+  it('serves a repeated operation exactly like the first time', async () => {
+    const answers: Array<Awaited<ReturnType<typeof gql>>> = [];
     for (let i = 0; i < 4; i++) answers.push(await gql(server.url, VESSEL, { key: server.key('ANALYST') }));
     // The remaining budget moves with each call; everything else is the same answer.
-    const sameness = (body: (typeof answers)[number]['body']) => ({ ...body, extensions: undefined });
+    const sameness = (body: Record<string, unknown>) => ({ ...body, extensions: undefined });
     for (const a of answers) {
       expect(a.status).toBe(200);
       expect(sameness(a.body)).toEqual(sameness(answers[0]!.body));
