@@ -21,7 +21,7 @@
  * the extra benchmarks then run only when BENCH_ONLY names `extra`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -83,9 +83,13 @@ function selected(all: BenchScenario[]): BenchScenario[] {
   return terms ? all.filter((s) => terms.some((t) => s.name.includes(t))) : all;
 }
 
+/** The server as production runs it: the compiled JavaScript that `npm install` builds. */
+const SERVER_ENTRY = 'dist/src/main.js';
+
 async function startServer(dir: string): Promise<{ child: ChildProcess; url: string; keys: Keys }> {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run npm run build first`);
   const port = 4600 + Math.floor(Math.random() * 300);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
     env: {
       ...process.env,
       PORT: String(port),
