@@ -23,7 +23,7 @@ export const auditCommands: CliCommand[] = [
       until: { description: 'Only entries before this ISO-8601 time', type: 'string' },
       account: { description: 'Only entries of this account id', type: 'string' },
     },
-    async run({ db }, { options }) {
+    async run({ db, progress }, { options }) {
       const filter = auditFilter({
         accountId: typeof options.account === 'string' ? options.account : null,
         since: parseDate('since', options.since),
@@ -59,6 +59,8 @@ export const auditCommands: CliCommand[] = [
           );
         }
         count += rows.length;
+        // The records go to stdout; on a terminal the running count goes to stderr beside them.
+        progress?.(`exported ${count} audit records`);
         if (rows.length < PAGE) break;
         lastId = String(rows[rows.length - 1]!.id);
       }
