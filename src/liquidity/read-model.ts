@@ -294,9 +294,9 @@ export class LiquidityReadModel {
   private timer: NodeJS.Timeout | undefined;
   private readonly stops: Array<() => void> = [];
 
-  /** The version of the snapshot being served (-1 before the first load), for metrics. */
+  /** The version of the snapshot being served (0 until the first load), for metrics. */
   get servedVersion(): number {
-    return this.snapshot?.version ?? -1;
+    return this.snapshot?.version ?? 0;
   }
 
   constructor(

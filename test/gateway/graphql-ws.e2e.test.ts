@@ -122,8 +122,9 @@ describe('graphql-ws on /graphql', () => {
           { next: (v) => (result = v), error: reject, complete: () => resolve(result) },
         );
       });
-    expect(await run('query WsLookup { vessel(imo: "9074729") { name } }')).toEqual({
+    expect(await run('query WsLookup { vessel(imo: "9074729") { name } }')).toMatchObject({
       data: { vessel: { name: 'Northern Tern' } },
+      extensions: { cost: { requested: expect.any(Number) } },
     });
     await server.app.services.audit.flush();
     const audited = await server.database.db.em().find(AuditRecord, { operation: 'ws query WsLookup' });
