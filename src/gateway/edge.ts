@@ -71,7 +71,7 @@ export function registerEdge(
     request.log.info(
       {
         method: request.method,
-        url: request.url,
+        url: loggableUrl(request.url),
         route,
         status,
         durationMs: Math.round(reply.elapsedTime * 10) / 10,
@@ -96,6 +96,11 @@ export function registerEdge(
     });
     done();
   });
+}
+
+/** Query values that are credentials (a signed upload URL's token) never reach a log line. */
+export function loggableUrl(url: string): string {
+  return url.replace(/([?&](?:token|access_token|client_secret)=)[^&#]*/g, '$1[REDACTED]');
 }
 
 /** The end of the credential step: the request goes on with its principal, or is refused with 401. */
