@@ -1,6 +1,4 @@
 import 'reflect-metadata';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { accountCommands } from './accounts/cli.js';
 import { auditCommands } from './audit/cli.js';
@@ -14,6 +12,7 @@ import { openDatabase } from './db/orm.js';
 import { systemClock } from './kernel/clock.js';
 import type { CliCommand, CliOptionValue } from './kernel/cli-command.js';
 import { isAppError } from './kernel/errors.js';
+import { packageVersion } from './kernel/package-root.js';
 
 const coreCommands: CliCommand[] = [
   {
@@ -114,10 +113,7 @@ function commandHelp(command: CliCommand): string {
 }
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
-    version: string;
-  };
-  return `tidegate ${pkg.version}`;
+  return `tidegate ${packageVersion()}`;
 }
 
 const wantsHelp = (args: string[]) => args.includes('--help') || args.includes('-h');

@@ -20,7 +20,7 @@ import {
   type GraphQLNamedType,
   isInterfaceType,
 } from 'graphql';
-import { readFileSync } from 'node:fs';
+import { packageVersion } from '../kernel/package-root.js';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { ERROR_CODES } from '../kernel/errors.js';
@@ -159,9 +159,7 @@ export const OPENAPI_FILE = join(import.meta.dirname, '..', '..', 'schema', 'ope
 
 /** The document of this build's modules, as checked in at schema/openapi.json. */
 export function gatewayOpenApi(schema: GraphQLSchema, policy: AccessPolicy): Json {
-  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
-    version: string;
-  };
+  const pkg = { version: packageVersion() };
   return openApiDocument({
     schema,
     policy,

@@ -1,19 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../kernel/package-root.js';
 
-/** The package root: found by walking up, so the path holds for sources and compiled output alike. */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('playground: no package.json above this file');
-    dir = parent;
-  }
-  return dir;
-}
-
-export const PACKAGE_ROOT = packageRoot();
+export { PACKAGE_ROOT };
 
 /** Where `npm run build:playground` writes the bundle (not committed; `npm install` builds it). */
 export const PLAYGROUND_DIR = join(PACKAGE_ROOT, 'dist', 'playground');
