@@ -106,10 +106,12 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
       LIMIT_PROFESSIONAL_PER_MONTH: 'unlimited',
       PORT_OPS_PER_MINUTE: '100000000',
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // The demo credentials banner goes to stderr (stdout stays JSON log lines): read both.
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
