@@ -2,12 +2,13 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import type { Config } from './config.js';
 import { AuditWriter } from './audit/writer.js';
-import { openDatabase, type Database } from './db/orm.js';
+import { type Database } from './db/orm.js';
+import { openAppDatabase } from './database.js';
 import { AccessPolicy } from './gateway/access.js';
 import { demandControl } from './gateway/demand.js';
-import { noopEvents, type Admission, type AppServices } from './gateway/context.js';
+import { type Admission, type AppServices } from './gateway/context.js';
 import { apiCors, registerCors } from './gateway/cors.js';
-import { CredentialResolver } from './gateway/credentials.js';
+import { AccountCredentials } from './accounts/credentials.js';
 import { drainConnections } from './gateway/drain.js';
 import {
   frameworkRefusal,
@@ -25,10 +26,16 @@ import { gatewayOpenApi, registerOpenApiRoute } from './gateway/openapi.js';
 import { persistedOperations } from './gateway/persisted.js';
 import { Telemetry } from './gateway/telemetry.js';
 import { prepareRoutes, registerRestRoutes } from './gateway/rest.js';
-import { gatewaySchema } from './gateway/schema.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { openSecretBox } from './kernel/secret-box.js';
-import { MODULES } from './modules.js';
+import { MODULES, gatewaySchema } from './modules.js';
+import { isRunningAuth, type RunningAuth } from './auth/module.js';
+import { createEventBus } from './events/bus.js';
+import { observedPublisher } from './events/module.js';
+import type { RunningModule } from './gateway/module.js';
+import { LiquidityReadModel } from './liquidity/read-model.js';
+import { uploadSecretOf } from './port-ops/documents.js';
+import { VesselCache } from './port-ops/vessel-cache.js';
 import { registerPlayground } from './playground/http.js';
 
 /** The same JSON as /v1/vessels/lookup?imo=9074729 from a bare route: the benchmark's baseline. */
@@ -51,6 +58,8 @@ export interface App {
   fastify: FastifyInstance;
   services: AppServices;
   ws: WsServer;
+  /** The running authorization server (its housekeeping and signing keys). */
+  auth: RunningAuth['runtime'];
   /** Listens on the configured host/port (port 0 picks a free one); returns the base URL. */
   listen(): Promise<string>;
   /** Graceful: stop accepting, finish in-flight requests, close sockets with 1001, flush, close the DB. */
@@ -70,7 +79,7 @@ export interface AppOptions {
 
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<App> {
   const clock = options.clock ?? systemClock;
-  const db = options.db ?? (await openDatabase(config.databaseUrl));
+  const db = options.db ?? (await openAppDatabase(config.databaseUrl));
   if (!options.db) await db.migrate();
 
   const metrics = new Metrics();
@@ -97,37 +106,52 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   const schema = gatewaySchema();
   const policy = new AccessPolicy(schema);
-  const credentials = new CredentialResolver(db, clock, config.credentialCacheTtlMs);
+  const credentials = new AccountCredentials(db, clock, config.credentialCacheTtlMs);
   const limiter = options.admission
     ? undefined
     : await createRateLimiter(config, clock, fastify.log, metrics);
   const persisted = await persistedOperations(config, fastify.log);
   const audit = new AuditWriter(db, (e) => fastify.log.error({ err: e }, 'audit write failed'));
+  // The live bus of this process (across processes through Redis when REDIS_URL is set).
+  const bus = await createEventBus(config, fastify.log);
+  const secrets = openSecretBox(config);
   const services: AppServices = {
     config,
     db,
     clock,
     logger: fastify.log,
     admission: options.admission ?? limiter!,
-    events: noopEvents,
+    events: observedPublisher(bus, metrics),
+    bus,
     credentials,
     audit,
     policy,
     validationRules: [demandControl({ maxDepth: config.graphqlMaxDepth, maxCost: config.graphqlMaxCost })],
-    secrets: openSecretBox(config),
+    secrets,
     metrics,
     telemetry,
     persisted,
+    // Domain state the resolvers reach through their context (each declared by its domain).
+    readModel: new LiquidityReadModel(db, fastify.log, config.readModelPollMs),
+    vessels: new VesselCache(clock),
+    documentUploadSecret: uploadSecretOf(config, secrets),
   };
-  const started: typeof MODULES = [];
+  // Modules start in the order of MODULES and stop in reverse; what each runs is kept here.
+  const running: RunningModule[] = [];
+  const stopModules = async () => {
+    for (const module of running.splice(0).reverse()) await module.stop?.();
+  };
+  let auth: RunningAuth | undefined;
   try {
     for (const module of MODULES) {
-      await module.start?.(services);
-      started.push(module);
+      if (module.start) running.push(await module.start(services));
     }
+    auth = running.find(isRunningAuth);
+    if (!auth) throw new Error('the auth module is not among MODULES: the gateway cannot verify tokens');
   } catch (e) {
     // A start that fails (e.g. a wrong SECRETS_KEY) must not leave connections behind.
-    for (const module of started.reverse()) await module.stop?.(services);
+    await stopModules();
+    await bus.close();
     await limiter?.close();
     if (!options.db) await db.close();
     throw e;
@@ -138,7 +162,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const cors = config.corsOrigins.length > 0 ? registerCors(fastify, apiCors(config.corsOrigins)) : undefined;
   await registerPlayground(fastify, services); // wired by h14-playground
   registerMetricsRoute(fastify, metrics, config.metricsToken);
-  registerOpenApiRoute(fastify, gatewayOpenApi(schema, policy));
+  registerOpenApiRoute(fastify, gatewayOpenApi(schema, policy, MODULES));
 
   let closing = false;
   fastify.get('/healthz', async () => ({ status: 'ok' }));
@@ -161,6 +185,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     ),
   );
   for (const module of MODULES) await module.http?.(fastify, services, operations);
+  for (const module of running) await module.http?.(fastify, operations);
   cors?.answerPreflights();
   const ws = registerGraphQLWs(fastify, operations, services, credentials, audit);
   metrics.observeSockets(() => ({ connections: ws.connectionCount, subscriptions: ws.subscriptionCount }));
@@ -169,6 +194,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     fastify,
     services,
     ws,
+    auth: auth.runtime,
     async listen() {
       await fastify.listen({ port: config.port, host: config.host });
       const address = fastify.server.address();
@@ -182,7 +208,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       await ws.close();
       // Apollo's drain plugin closes Fastify: no new connections, in-flight requests finish.
       await apollo.stop();
-      for (const module of MODULES) await module.stop?.(services);
+      await stopModules();
+      await bus.close();
       await audit.flush();
       await credentials.flushLastUsed();
       await limiter?.close();

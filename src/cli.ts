@@ -1,4 +1,7 @@
-import 'reflect-metadata';
+// Start-up cost: this file and the command tables in src/<domain>/cli.ts import nothing heavy (no
+// ORM, no GraphQL, no services), so --version, --help and usage errors answer at once; a command's
+// `run` and the database below are loaded with import() only when a command runs.
+// test/cli/startup.e2e.test.ts fails if --help or --version loads them again.
 import { parseArgs } from 'node:util';
 import { accountCommands } from './accounts/cli.js';
 import { auditCommands } from './audit/cli.js';
@@ -6,12 +9,8 @@ import { authCommands } from './auth/cli.js';
 import { eventsCommands } from './events/cli.js';
 import { liquidityCommands } from './liquidity/cli.js';
 import { portOpsCommands } from './port-ops/cli.js';
-import { ConfigError, loadConfig } from './config.js';
-import { isEmpty, seedDemo, formatDemoCredentials } from './db/seed.js';
-import { openDatabase } from './db/orm.js';
 import { systemClock } from './kernel/clock.js';
-import type { CliCommand, CliOptionValue } from './kernel/cli-command.js';
-import { isAppError } from './kernel/errors.js';
+import type { CliCommand, CliOptionValue } from './db/cli-command.js';
 import { packageVersion } from './kernel/package-root.js';
 
 const coreCommands: CliCommand[] = [
@@ -46,6 +45,7 @@ const coreCommands: CliCommand[] = [
       demo: { description: 'Required: confirms the demo dataset is wanted', type: 'boolean', required: true },
     },
     async run({ db, clock, config, progress }) {
+      const { isEmpty, seedDemo, formatDemoCredentials } = await import('./seed.js');
       if (!(await isEmpty(db.em())))
         throw new Error('The database already has accounts; demo data is only seeded into an empty database');
       progress?.('seeding the demo dataset (accounts, keys, port operations, liquidity history)');
@@ -132,7 +132,8 @@ export async function runCli(argv: string[]): Promise<number> {
   try {
     return await dispatch(argv);
   } catch (e) {
-    const message = isAppError(e) || e instanceof ConfigError || e instanceof Error ? e.message : String(e);
+    // AppError and ConfigError are Errors: their message is the one to show.
+    const message = e instanceof Error ? e.message : String(e);
     process.stderr.write(`tidegate: ${message}\n`);
     return 1;
   }
@@ -209,6 +210,9 @@ async function dispatch(argv: string[]): Promise<number> {
   const json = parsed.values.json === true;
   const progress =
     !json && process.stderr.isTTY ? (message: string) => process.stderr.write(`… ${message}\n`) : undefined;
+  // Loaded only now that a command runs: decorator metadata, then config and the ORM.
+  await import('reflect-metadata');
+  const { loadConfig } = await import('./config.js');
   const config = loadConfig();
   if (command.noDatabase) {
     await command.run(
@@ -217,7 +221,8 @@ async function dispatch(argv: string[]): Promise<number> {
     );
     return 0;
   }
-  const db = await openDatabase(config.databaseUrl);
+  const { openAppDatabase } = await import('./database.js');
+  const db = await openAppDatabase(config.databaseUrl);
   try {
     if (command.name !== 'migrate') await db.migrate();
     const result = await command.run(

@@ -1,6 +1,6 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { formatDemoCredentials, isEmpty, seedDemo } from './db/seed.js';
+import { formatDemoCredentials, isEmpty, seedDemo } from './seed.js';
 
 /** Process entry: config → app → (demo seed on an empty database) → listen → graceful shutdown. */
 export async function serve(): Promise<void> {

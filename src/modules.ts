@@ -2,7 +2,9 @@ import { accountsModule } from './accounts/module.js';
 import { auditModule } from './audit/module.js';
 import { eventsModule } from './events/module.js';
 import { authModule } from './auth/module.js';
+import type { GraphQLSchema } from 'graphql';
 import type { DomainModule } from './gateway/module.js';
+import { buildGatewaySchema } from './gateway/schema.js';
 import { liquidityModule } from './liquidity/module.js';
 import { portOpsModule } from './port-ops/module.js';
 
@@ -15,3 +17,8 @@ export const MODULES: DomainModule[] = [
   liquidityModule,
   eventsModule,
 ];
+
+/** The one executable schema of every domain. */
+export function gatewaySchema(): GraphQLSchema {
+  return buildGatewaySchema(MODULES);
+}

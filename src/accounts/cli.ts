@@ -1,18 +1,11 @@
 import { parseDuration } from '../kernel/clock.js';
-import type { CliCommand } from '../kernel/cli-command.js';
+import type { CliCommand } from '../db/cli-command.js';
 import { badInput, notFound } from '../kernel/errors.js';
-import { randomBytes } from 'node:crypto';
-import { hashPassword } from '../kernel/crypto.js';
-import { PLAN_ORDER, parsePlan } from '../kernel/plans.js';
-import { Account, ApiKey, User } from './entities.js';
-import {
-  createAccount,
-  createApiKey,
-  createUser,
-  revokeApiKey,
-  rotateApiKey,
-  type KeyPolicy,
-} from './service.js';
+import type { ApiKey } from './entities.js';
+import type { KeyPolicy } from './service.js';
+
+// The command table loads nothing heavy: each `run` imports the entities and services it needs
+// (see the start-up note in src/cli.ts).
 
 function keyJson(key: ApiKey) {
   return {
@@ -41,6 +34,10 @@ export const accountCommands: CliCommand[] = [
     usage: '[--plan PLAN] [--json]',
     options: { plan: { description: 'Only accounts on this plan', type: 'string' } },
     async run({ db }, { options }) {
+      const [{ PLAN_ORDER, parsePlan }, { Account }] = await Promise.all([
+        import('../kernel/plans.js'),
+        import('./entities.js'),
+      ]);
       const plan = str(options.plan);
       const parsed = plan === undefined ? undefined : parsePlan(plan);
       if (plan !== undefined && !parsed)
@@ -76,10 +73,14 @@ export const accountCommands: CliCommand[] = [
       },
     },
     async run({ db, clock }, { options }) {
-      const account = await createAccount(db.em(), clock, {
-        name: str(options.name)!,
-        plan: str(options.plan)!,
-      });
+      const { createAccount } = await import('./service.js');
+      const account = await createAccount(
+        { em: db.em(), clock },
+        {
+          name: str(options.name)!,
+          plan: str(options.plan)!,
+        },
+      );
       return {
         json: {
           id: account.id,
@@ -103,13 +104,17 @@ export const accountCommands: CliCommand[] = [
       admin: { description: 'Give the user the admin scope', type: 'boolean' },
     },
     async run({ db, clock }, { options }) {
-      const user = await createUser(db.em(), clock, {
-        accountId: str(options.account)!,
-        email: str(options.email)!,
-        password: str(options.password)!,
-        name: str(options.name),
-        admin: options.admin === true,
-      });
+      const { createUser } = await import('./service.js');
+      const user = await createUser(
+        { em: db.em(), clock },
+        {
+          accountId: str(options.account)!,
+          email: str(options.email)!,
+          password: str(options.password)!,
+          name: str(options.name),
+          admin: options.admin === true,
+        },
+      );
       return {
         json: {
           id: user.id,
@@ -133,6 +138,7 @@ export const accountCommands: CliCommand[] = [
       'expires-in': { description: 'Lifetime, e.g. 30d or 12h (default: no expiry)', type: 'string' },
     },
     async run({ db, clock, config }, { options }) {
+      const { createApiKey } = await import('./service.js');
       let expiresAt: Date | null = null;
       const expiresIn = str(options['expires-in']);
       if (expiresIn) {
@@ -142,7 +148,7 @@ export const accountCommands: CliCommand[] = [
           throw badInput('expires-in', (e as Error).message);
         }
       }
-      const { key, secret } = await createApiKey(db.em(), clock, policyOf(config), {
+      const { key, secret } = await createApiKey({ em: db.em(), clock }, policyOf(config), {
         accountId: str(options.account)!,
         name: str(options.name),
         scopes: str(options.scopes),
@@ -160,6 +166,7 @@ export const accountCommands: CliCommand[] = [
     usage: '--account ID [--json]',
     options: { account: { description: 'Account id', type: 'string', required: true } },
     async run({ db }, { options }) {
+      const { Account, ApiKey } = await import('./entities.js');
       const em = db.em();
       const accountId = str(options.account)!;
       if (!(await em.count(Account, { id: accountId }))) throw notFound('Account', accountId);
@@ -183,30 +190,13 @@ export const accountCommands: CliCommand[] = [
     },
   },
   {
-    name: 'users reset-password',
-    description: 'Give a user a new random password, printed once (the way back from a lost demo banner)',
-    usage: '--email EMAIL [--json]',
-    options: { email: { description: "The user's sign-in email", type: 'string', required: true } },
-    async run({ db }, { options }) {
-      const email = str(options.email)!.trim().toLowerCase();
-      const password = randomBytes(12).toString('base64url');
-      const updated = await db
-        .em()
-        .nativeUpdate(User, { email }, { passwordHash: await hashPassword(password) });
-      if (updated === 0) throw notFound('User', email);
-      return {
-        json: { email, password },
-        text: `New password for ${email} (shown once; stored only as a scrypt hash): ${password}`,
-      };
-    },
-  },
-  {
     name: 'keys revoke',
     description: 'Revoke an API key at once',
     usage: 'ID',
     positionals: ['ID'],
     async run({ db, clock }, { positionals }) {
-      const key = await revokeApiKey(db.em(), clock, positionals[0]!);
+      const { revokeApiKey } = await import('./service.js');
+      const key = await revokeApiKey({ em: db.em(), clock }, positionals[0]!);
       return { json: keyJson(key), text: `Revoked API key ${key.id}` };
     },
   },
@@ -217,7 +207,12 @@ export const accountCommands: CliCommand[] = [
     usage: 'ID',
     positionals: ['ID'],
     async run({ db, clock, config }, { positionals }) {
-      const { key, secret, previous } = await rotateApiKey(db.em(), clock, policyOf(config), positionals[0]!);
+      const { rotateApiKey } = await import('./service.js');
+      const { key, secret, previous } = await rotateApiKey(
+        { em: db.em(), clock },
+        policyOf(config),
+        positionals[0]!,
+      );
       return {
         json: { ...keyJson(key), api_key: secret, previous: keyJson(previous) },
         text: `Rotated ${previous.id} → ${key.id}; the old key stops working at ${previous.expiresAt?.toISOString()}\n\n  ${secret}\n\nStore it now: it is shown only once.`,

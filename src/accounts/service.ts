@@ -1,6 +1,5 @@
 import { isUniqueViolation } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
-import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, hashPassword, newSecret, sha256Hex, verifyPassword } from '../kernel/crypto.js';
 import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
 import { isUuid } from '../kernel/ids.js';
@@ -8,6 +7,7 @@ import { checkText } from '../kernel/text.js';
 import { parsePlan, type Plan } from '../kernel/plans.js';
 import { DEFAULT_KEY_SCOPES, parseScopes } from '../kernel/scopes.js';
 import { Account, ApiKey, User } from './entities.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /** Every API key starts with this, so leaked keys are easy to recognise and scan for. */
 export const API_KEY_PREFIX = 'tg_';
@@ -24,8 +24,7 @@ function requireText(field: string, value: string | undefined, max: number): str
 }
 
 export async function createAccount(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   input: { name: string; plan: string },
 ): Promise<Account> {
   const name = requireText('name', input.name, 200);
@@ -56,8 +55,7 @@ export async function getAccount(em: EntityManager, id: string): Promise<Account
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export async function createUser(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   input: { accountId: string; email: string; password: string; name?: string; admin?: boolean },
 ): Promise<User> {
   const account = await getAccount(em, input.accountId);
@@ -77,6 +75,20 @@ export async function createUser(
     createdAt: clock.now(),
   });
   await em.persistAndFlush(user);
+  return user;
+}
+
+/**
+ * Replaces a user's password hash (the operator's recovery, `tidegate users reset-password`).
+ * Ending what the old password opened is the authorization server's part (auth/sessions.ts), run
+ * by the caller in the same transaction.
+ */
+export async function setUserPassword(em: EntityManager, email: string, password: string): Promise<User> {
+  const normalized = email.trim().toLowerCase();
+  const user = await em.findOne(User, { email: normalized });
+  if (!user) throw notFound('User', normalized);
+  user.passwordHash = await hashPassword(password);
+  await em.flush();
   return user;
 }
 
@@ -117,8 +129,7 @@ export interface CreatedKey {
 }
 
 export async function createApiKey(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   policy: KeyPolicy,
   input: {
     accountId: string;
@@ -186,8 +197,7 @@ async function getKey(em: EntityManager, id: string, accountId?: string): Promis
 }
 
 export async function revokeApiKey(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   id: string,
   accountId?: string,
 ): Promise<ApiKey> {
@@ -207,8 +217,7 @@ export async function revokeApiKey(
  * expiry, so the caller is sent to the successor instead.
  */
 export async function rotateApiKey(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   policy: KeyPolicy,
   id: string,
   accountId?: string,

@@ -1,7 +1,5 @@
-import type { CliCommand } from '../kernel/cli-command.js';
+import type { CliCommand } from '../db/cli-command.js';
 import { badInput } from '../kernel/errors.js';
-import { AuditRecord } from './entities.js';
-import { auditFilter } from './resolvers.js';
 
 function parseDate(field: string, value: unknown): Date | null {
   if (typeof value !== 'string') return null;
@@ -24,6 +22,11 @@ export const auditCommands: CliCommand[] = [
       account: { description: 'Only entries of this account id', type: 'string' },
     },
     async run({ db, progress }, { options }) {
+      // Loaded when the command runs, not when the command table is (src/cli.ts).
+      const [{ AuditRecord }, { auditFilter }] = await Promise.all([
+        import('./entities.js'),
+        import('./resolvers.js'),
+      ]);
       const filter = auditFilter({
         accountId: typeof options.account === 'string' ? options.account : null,
         since: parseDate('since', options.since),

@@ -2,20 +2,10 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { Platform } from '@mikro-orm/core';
 import type { Database } from '../db/orm.js';
 import { sha256Hex } from '../kernel/crypto.js';
+import type { AuditEntry, AuditLog } from '../gateway/context.js';
 import { AuditRecord } from './entities.js';
 
-export interface AuditEntry {
-  at: Date;
-  requestId: string;
-  accountId?: string | null;
-  credentialKind?: string | null;
-  credentialId?: string | null;
-  ip?: string | null;
-  userAgent?: string | null;
-  operation: string;
-  status: number;
-  durationMs: number;
-}
+export type { AuditEntry } from '../gateway/context.js';
 
 /** /24 for IPv4, /48 for IPv6: a session that hops addresses inside one network keeps its fingerprint. */
 export function ipPrefix(ip: string): string {
@@ -153,7 +143,7 @@ async function insertAuditRows(
  * Appends audit records in small batches off the request path. A crash can lose at most the
  * last flush interval; shutdown flushes what is buffered.
  */
-export class AuditWriter {
+export class AuditWriter implements AuditLog {
   private buffer: AuditEntry[] = [];
   private readonly statements = new WeakMap<object, Map<number, SqliteStatement>>();
   private timer: NodeJS.Timeout | undefined;

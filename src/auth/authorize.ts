@@ -176,7 +176,7 @@ export async function authorizeGet(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<void> {
-  const signedIn = await currentSession(runtime.em, runtime.services.clock, request);
+  const signedIn = await currentSession({ em: runtime.em, clock: runtime.services.clock }, request);
   const authz = await validated(runtime, request.query, reply, signedIn?.user);
   if (!authz) return;
   if (!signedIn) {
@@ -196,7 +196,7 @@ export async function authorizeDecision(
   reply: FastifyReply,
 ): Promise<void> {
   const body = (request.body ?? {}) as Record<string, unknown>;
-  const signedIn = await currentSession(runtime.em, runtime.services.clock, request);
+  const signedIn = await currentSession({ em: runtime.em, clock: runtime.services.clock }, request);
   if (!signedIn) {
     const query = new URLSearchParams();
     for (const name of PARAMS) if (typeof body[name] === 'string') query.set(name, body[name] as string);

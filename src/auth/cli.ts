@@ -1,10 +1,9 @@
 import { existsSync } from 'node:fs';
-import type { CliCommand } from '../kernel/cli-command.js';
-import { openSecretBox } from '../kernel/secret-box.js';
-import { createClient, getClient, rotateClientSecret } from './clients.js';
-import { SigningKey, type OAuthClient } from './entities.js';
-import { JWKS_MAX_AGE_SECONDS, rotateSigningKey, SIGNING_ALG } from './keys.js';
-import { deleteClient } from './tokens.js';
+import type { CliCommand } from '../db/cli-command.js';
+import type { OAuthClient } from './entities.js';
+import { noLiveEvents } from '../kernel/events.js';
+
+// The command table loads nothing heavy: each `run` imports what it needs (src/cli.ts).
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 const strings = (value: unknown): string[] =>
@@ -53,7 +52,8 @@ export const authCommands: CliCommand[] = [
       public: { description: 'A public client (no secret; PKCE only)', type: 'boolean' },
     },
     async run({ db, clock }, { options }) {
-      const { client, secret } = await createClient(db.em(), clock, null, {
+      const { createClient } = await import('./clients.js');
+      const { client, secret } = await createClient({ em: db.em(), clock }, null, {
         accountId: str(options.account)!,
         name: str(options.name)!,
         redirectUris: strings(options['redirect-uri']),
@@ -77,6 +77,7 @@ export const authCommands: CliCommand[] = [
     usage: 'CLIENT_ID',
     positionals: ['CLIENT_ID'],
     async run({ db }, { positionals }) {
+      const { rotateClientSecret } = await import('./clients.js');
       const { client, secret } = await rotateClientSecret(db.em(), positionals[0]!);
       return {
         json: { client_id: client.clientId, client_secret: secret },
@@ -90,12 +91,47 @@ export const authCommands: CliCommand[] = [
     usage: 'CLIENT_ID',
     positionals: ['CLIENT_ID'],
     async run({ db, clock }, { positionals }) {
+      const [{ getClient }, { deleteClient }] = await Promise.all([
+        import('./clients.js'),
+        import('./tokens.js'),
+      ]);
       const em = db.em();
       const client = await getClient(em, positionals[0]!);
-      const { denied } = await deleteClient(em, clock, client);
+      const { denied } = await deleteClient(em, { clock, events: noLiveEvents }, client);
       return {
         json: { client_id: client.clientId, deleted: true, revoked_access_tokens: denied.length },
         text: `Deleted ${client.clientId} (${client.name}); revoked ${denied.length} access token(s) and every refresh token.`,
+      };
+    },
+  },
+  {
+    name: 'users reset-password',
+    description:
+      'Give a user a new random password, printed once (the way back from a lost demo banner); ends the console sessions and revokes the OAuth grants the old password opened',
+    usage: '--email EMAIL [--json]',
+    options: { email: { description: "The user's sign-in email", type: 'string', required: true } },
+    async run({ db, clock }, { options }) {
+      const [{ newSecret }, { setUserPassword }, { endUserSignIns }] = await Promise.all([
+        import('../kernel/crypto.js'),
+        import('../accounts/service.js'),
+        import('./sessions.js'),
+      ]);
+      const password = newSecret('', 12);
+      // One transaction: the new hash and the end of the old sign-ins commit together or not at all.
+      const { user, ended } = await db.em().transactional(async (tx) => {
+        const user = await setUserPassword(tx, str(options.email)!, password);
+        return { user, ended: await endUserSignIns(tx, { clock, events: noLiveEvents }, user.id) };
+      });
+      const tokens = ended.revocation.denied.length;
+      return {
+        json: {
+          email: user.email,
+          password,
+          sessions_ended: ended.sessions,
+          grants_revoked: ended.grants,
+          access_tokens_revoked: tokens,
+        },
+        text: `New password for ${user.email} (shown once; stored only as a scrypt hash): ${password}\nEnded ${ended.sessions} console session(s); revoked ${ended.grants} OAuth grant(s) and ${tokens} access token(s) (running servers refuse them within AUTH_DENYLIST_REFRESH).`,
       };
     },
   },
@@ -112,6 +148,8 @@ export const authCommands: CliCommand[] = [
       },
     },
     async run({ db, clock, config }, { options }) {
+      const [{ openSecretBox }, { SigningKey }, { JWKS_MAX_AGE_SECONDS, rotateSigningKey, SIGNING_ALG }] =
+        await Promise.all([import('../kernel/secret-box.js'), import('./entities.js'), import('./keys.js')]);
       const em = db.em();
       const replaceUnreadable = options['replace-unreadable'] === true;
       const immediate = options.now === true || replaceUnreadable;
@@ -126,7 +164,10 @@ export const authCommands: CliCommand[] = [
           `no master key: SECRETS_KEY is not set and SECRETS_KEY_FILE (${config.secretsKeyFile}) does not exist, but the signing keys in the database are sealed with one; run with the servers' SECRETS_KEY or SECRETS_KEY_FILE. No key was added.`,
         );
       }
-      const key = await rotateSigningKey(em, clock, openSecretBox(config), { immediate, replaceUnreadable });
+      const key = await rotateSigningKey({ em, clock }, openSecretBox(config), {
+        immediate,
+        replaceUnreadable,
+      });
       const activatesAt = key.activatesAt.toISOString();
       return {
         json: {

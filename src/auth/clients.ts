@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { User } from '../accounts/entities.js';
 import { getAccount } from '../accounts/service.js';
-import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, newSecret, sha256Hex } from '../kernel/crypto.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
 import { parseScopes } from '../kernel/scopes.js';
 import { OAuthClient } from './entities.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
@@ -91,8 +91,7 @@ export function redirectUriMatches(registered: string, presented: string): boole
 }
 
 export async function createClient(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   registrar: Registrar,
   input: ClientInput,
 ): Promise<CreatedClient> {

@@ -115,7 +115,7 @@ export class ConsolePages {
       return this.loginForm(request, reply, 401, 'Email or password is incorrect.', email);
     }
     const { clock, config } = this.runtime.services;
-    await startSession(this.runtime.em, clock, config.authSessionTtlMs, user, reply, this.security);
+    await startSession({ em: this.runtime.em, clock }, config.authSessionTtlMs, user, reply, this.security);
     return reply.code(303).header('location', safeReturnTo(body.return_to)).send();
   }
 
@@ -128,7 +128,7 @@ export class ConsolePages {
   }
 
   private signedIn(request: FastifyRequest): Promise<SignedIn | null> {
-    return currentSession(this.runtime.em, this.runtime.services.clock, request);
+    return currentSession({ em: this.runtime.em, clock: this.runtime.services.clock }, request);
   }
 
   /** Every signed-in action: a session, and for posts the session's CSRF token. */
@@ -279,7 +279,7 @@ export class ConsolePages {
    */
   private async showOnce(session: AuthSession, reply: FastifyReply, page: ShownOnce): Promise<FastifyReply> {
     const { clock, secrets } = this.runtime.services;
-    await setFlash(this.runtime.em, clock, secrets, session, page);
+    await setFlash({ em: this.runtime.em, clock }, secrets, session, page);
     return reply.code(303).header('location', SHOWN_ONCE_PATH).send();
   }
 
@@ -308,17 +308,21 @@ export class ConsolePages {
 
   registerClient(request: FastifyRequest, reply: FastifyReply) {
     return this.act(request, reply, async ({ user, session }, body) => {
-      const { client, secret } = await createClient(this.runtime.em, this.runtime.services.clock, user, {
-        accountId: user.account.id,
-        name: text(body.name),
-        redirectUris: text(body.redirect_uris)
-          .split(/\r?\n/)
-          .map((u) => u.trim())
-          .filter(Boolean),
-        scopes: consoleScopes(user, list(body.scopes)),
-        grantTypes: list(body.grant_types),
-        confidential: text(body.client_type) !== 'public',
-      });
+      const { client, secret } = await createClient(
+        { em: this.runtime.em, clock: this.runtime.services.clock },
+        user,
+        {
+          accountId: user.account.id,
+          name: text(body.name),
+          redirectUris: text(body.redirect_uris)
+            .split(/\r?\n/)
+            .map((u) => u.trim())
+            .filter(Boolean),
+          scopes: consoleScopes(user, list(body.scopes)),
+          grantTypes: list(body.grant_types),
+          confidential: text(body.client_type) !== 'public',
+        },
+      );
       return this.showOnce(session, reply, {
         title: 'Application registered',
         values: [
@@ -353,9 +357,7 @@ export class ConsolePages {
   deleteClient(request: FastifyRequest, reply: FastifyReply) {
     return this.act(request, reply, async ({ user }) => {
       const client = await getClient(this.runtime.em, clientIdParam(request), user.account.id);
-      await this.runtime.applyRevocation(
-        await deleteClient(this.runtime.em, this.runtime.services.clock, client),
-      );
+      await this.runtime.applyRevocation(await deleteClient(this.runtime.em, this.runtime.services, client));
       return reply.code(303).header('location', '/console').send();
     });
   }
@@ -363,8 +365,7 @@ export class ConsolePages {
   createKey(request: FastifyRequest, reply: FastifyReply) {
     return this.act(request, reply, async ({ user, session }, body) => {
       const { key, secret } = await createApiKey(
-        this.runtime.em,
-        this.runtime.services.clock,
+        { em: this.runtime.em, clock: this.runtime.services.clock },
         this.keyPolicy,
         {
           accountId: user.account.id,
@@ -383,8 +384,7 @@ export class ConsolePages {
   rotateKey(request: FastifyRequest, reply: FastifyReply) {
     return this.act(request, reply, async ({ user, session }) => {
       const { secret, previous } = await rotateApiKey(
-        this.runtime.em,
-        this.runtime.services.clock,
+        { em: this.runtime.em, clock: this.runtime.services.clock },
         this.keyPolicy,
         keyIdParam(request),
         user.account.id,
@@ -402,8 +402,8 @@ export class ConsolePages {
       const { clock, credentials, events } = this.runtime.services;
       const id = keyIdParam(request);
       const staged = await this.runtime.em.transactional(async (tx) => {
-        const key = await revokeApiKey(tx, clock, id, user.account.id);
-        return stageEvents(tx, clock, [
+        const key = await revokeApiKey({ em: tx, clock }, id, user.account.id);
+        return stageEvents(tx, { clock, events }, [
           { type: 'credential.revoked', accountId: key.account.id, payload: { credentialId: key.id } },
         ]);
       });

@@ -11,6 +11,7 @@ import type { Clock } from '../kernel/clock.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { SigningKey, type SealedJwk } from './entities.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from './lifetimes.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 export const SIGNING_ALG = 'ES256';
 
@@ -75,8 +76,7 @@ async function assertOpensSigningKeys(em: EntityManager, now: Date, box: SecretB
  * signs with the new key at once.
  */
 export async function rotateSigningKey(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   box: SecretBox,
   options: { immediate?: boolean; replaceUnreadable?: boolean } = {},
 ): Promise<SigningKey> {

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import cookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import type { AppServices } from '../gateway/context.js';
 import { PUBLIC_CLIENT_CORS, registerCors } from '../gateway/cors.js';
-import type { DomainModule } from '../gateway/module.js';
+import type { DomainModule, RunningModule } from '../gateway/module.js';
 import { AppError } from '../kernel/errors.js';
 import { authorizeDecision, authorizeGet } from './authorize.js';
 import { ConsolePages, SHOWN_ONCE_PATH } from './console.js';
@@ -15,16 +14,10 @@ import { OAuthError } from './oauth-error.js';
 import { revokeEndpoint } from './revoke-endpoint.js';
 import { openCounterStore } from '../kernel/counters.js';
 import { AuthRuntime } from './runtime.js';
+import { watchRevokedCredentials } from './revocations.js';
 import { tokenEndpoint } from './token-endpoint.js';
 import { userinfoEndpoint } from './userinfo-endpoint.js';
 import { oauthOpenApi } from './openapi.js';
-
-const runtimes = new WeakMap<AppServices, AuthRuntime>();
-
-/** The authorization server's runtime of an app (tests and operators reach housekeeping through it). */
-export function authRuntimeOf(services: AppServices): AuthRuntime | undefined {
-  return runtimes.get(services);
-}
 
 const ASSETS: Record<string, { type: string; body: string }> = {
   'console.css': {
@@ -142,13 +135,27 @@ export const authModule: DomainModule = {
     const runtime = new AuthRuntime(services, throttleStore);
     await runtime.start();
     services.credentials.addTokenVerifier(runtime);
-    runtimes.set(services, runtime);
-  },
-  async http(app, services) {
-    const runtime = authRuntimeOf(services);
-    if (!runtime) throw new Error('auth module: start() must run before http()');
-    app.addHook('onClose', async () => runtime.stop());
-    await app.register(async (scope) => oauthApi(scope, runtime));
-    await app.register(async (scope) => browserPages(scope, runtime));
+    const stopWatch = watchRevokedCredentials(services);
+    return {
+      runtime,
+      async http(app) {
+        await app.register(async (scope) => oauthApi(scope, runtime));
+        await app.register(async (scope) => browserPages(scope, runtime));
+      },
+      async stop() {
+        stopWatch();
+        await runtime.stop();
+      },
+    } satisfies RunningAuth;
   },
 };
+
+/** The running authorization server (tests and operators reach its housekeeping through it). */
+export interface RunningAuth extends RunningModule {
+  runtime: AuthRuntime;
+}
+
+/** Tells the running authorization server apart from the other modules' handles. */
+export function isRunningAuth(module: RunningModule): module is RunningAuth {
+  return (module as Partial<RunningAuth>).runtime instanceof AuthRuntime;
+}

@@ -37,21 +37,23 @@ export async function revokeEndpoint(
   const form = formBody(request);
   const client = await authenticateCaller(runtime, request, form);
   const token = requireParam(form, 'token');
-  const { clock } = runtime.services;
+  const { clock, events } = runtime.services;
 
   let revocation: Revocation | null = null;
   if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
     const refresh = await findRefreshToken(runtime.em, token);
     if (refresh) {
       checkIssuedToCaller(client, refresh);
-      revocation = await runtime.em.transactional((tx) => revokeFamily(tx, clock, refresh.familyId));
+      revocation = await runtime.em.transactional((tx) =>
+        revokeFamily(tx, { clock, events }, refresh.familyId),
+      );
     }
   } else if (runtime.handles(token)) {
     const access = await runtime.verifyToken(token);
     if (access) {
       checkIssuedToCaller(client, access);
       revocation = await runtime.em.transactional((tx) =>
-        revokeTokens(tx, clock, { accessTokens: { jti: access.jti } }),
+        revokeTokens(tx, { clock, events }, { accessTokens: { jti: access.jti } }),
       );
     }
   }

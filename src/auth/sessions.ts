@@ -4,7 +4,9 @@ import { User } from '../accounts/entities.js';
 import type { Clock } from '../kernel/clock.js';
 import { constantTimeEqual, newSecret, sha256Hex } from '../kernel/crypto.js';
 import type { SecretBox } from '../kernel/secret-box.js';
-import { AuthSession } from './entities.js';
+import { AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
+import { revokeTokens, type Revocation } from './tokens.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 export const SESSION_COOKIE = 'tg_session';
 /** Double-submit token for the sign-in form, which is posted before any session exists. */
@@ -30,8 +32,7 @@ export interface SignedIn {
 }
 
 export async function startSession(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   ttlMs: number,
   user: User,
   reply: FastifyReply,
@@ -54,8 +55,7 @@ export async function startSession(
 }
 
 export async function currentSession(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   request: FastifyRequest,
 ): Promise<SignedIn | null> {
   const token = request.cookies[SESSION_COOKIE];
@@ -75,6 +75,39 @@ export async function endSession(
   const token = request.cookies[SESSION_COOKIE];
   if (token) await em.nativeDelete(AuthSession, { tokenHash: sha256Hex(token) });
   reply.clearCookie(SESSION_COOKIE, cookieOptions(security));
+}
+
+/** What ending a user's sign-ins changed. */
+export interface EndedSignIns {
+  /** Console sessions deleted. */
+  sessions: number;
+  /** OAuth grants (refresh-token families) that still had a live refresh token, now revoked. */
+  grants: number;
+  /** Access tokens denied, with the credential.revoked events staged for them. */
+  revocation: Revocation;
+}
+
+/**
+ * Ends everything a user's password opened, inside the caller's transaction (a password reset):
+ * the console sessions, the refresh tokens and the still-valid access tokens issued through the
+ * user's consent, and authorization codes not yet exchanged. Used codes are kept so that a later
+ * replay is still recognised as reuse.
+ */
+export async function endUserSignIns(
+  em: EntityManager,
+  deps: Pick<ServiceDeps, 'clock' | 'events'>,
+  userId: string,
+): Promise<EndedSignIns> {
+  const now = deps.clock.now();
+  const sessions = await em.nativeDelete(AuthSession, { userId });
+  const live = await em.find(
+    RefreshToken,
+    { userId, revokedAt: null, usedAt: null, expiresAt: { $gt: now } },
+    { fields: ['familyId'] },
+  );
+  await em.nativeDelete(AuthorizationCode, { userId, usedAt: null });
+  const revocation = await revokeTokens(em, deps, { refreshTokens: { userId }, accessTokens: { userId } });
+  return { sessions, grants: new Set(live.map((r) => r.familyId)).size, revocation };
 }
 
 export function sessionCsrfValid(signedIn: SignedIn, presented: unknown): boolean {
@@ -104,8 +137,7 @@ const FLASH_TTL_MS = 5 * 60 * 1000;
 
 /** Keeps `value` (sealed) in the session for the next page, replacing any earlier flash. */
 export async function setFlash(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   box: SecretBox,
   session: AuthSession,
   value: unknown,

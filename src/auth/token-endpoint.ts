@@ -105,7 +105,7 @@ async function authorizationCodeGrant(
 
 async function rejectCodeReuse(runtime: AuthRuntime, code: AuthorizationCode): Promise<never> {
   const revocation = await runtime.em.transactional((tx) =>
-    revokeCodeDescendants(tx, runtime.services.clock, code.id),
+    revokeCodeDescendants(tx, runtime.services, code.id),
   );
   await runtime.applyRevocation(revocation);
   throw invalidGrant('the authorization code was already used; every token issued from it has been revoked');
@@ -136,7 +136,10 @@ async function refreshTokenGrant(
   const issued = await runtime.em.transactional(async (tx) => {
     if (!(await claim(tx, RefreshToken, token.id, runtime))) return null;
     // The new refresh token keeps the family's grant (RFC 6749 §6); only the access token narrows.
-    const refreshToken = issueRefreshToken(tx, runtime.services.clock, { ...grant, scopes: token.scopes });
+    const refreshToken = issueRefreshToken(
+      { em: tx, clock: runtime.services.clock },
+      { ...grant, scopes: token.scopes },
+    );
     const accessToken = await issueAccessToken(tx, runtime.issuer, { ...grant, scopes });
     return tokenResponse(accessToken, scopes, refreshToken);
   });
@@ -145,7 +148,7 @@ async function refreshTokenGrant(
 
 async function rejectRefreshReuse(runtime: AuthRuntime, token: RefreshToken): Promise<never> {
   const revocation = await runtime.em.transactional((tx) =>
-    revokeFamily(tx, runtime.services.clock, token.familyId),
+    revokeFamily(tx, runtime.services, token.familyId),
   );
   await runtime.applyRevocation(revocation);
   throw invalidGrant('the refresh token was already used; the whole token family has been revoked');
@@ -203,11 +206,14 @@ async function issue(
   const accessToken = await issueAccessToken(tx, runtime.issuer, grant);
   const refreshToken =
     withRefresh && grant.userId
-      ? issueRefreshToken(tx, runtime.services.clock, {
-          ...grant,
-          userId: grant.userId,
-          familyId: grant.familyId ?? randomUUID(),
-        })
+      ? issueRefreshToken(
+          { em: tx, clock: runtime.services.clock },
+          {
+            ...grant,
+            userId: grant.userId,
+            familyId: grant.familyId ?? randomUUID(),
+          },
+        )
       : undefined;
   return tokenResponse(accessToken, grant.scopes, refreshToken);
 }

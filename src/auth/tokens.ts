@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
 import { SignJWT } from 'jose';
-import type { DomainEvent } from '../gateway/context.js';
+import type { DomainEvent } from '../kernel/events.js';
 import { stageEvents } from '../events/stage.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 import type { Clock } from '../kernel/clock.js';
 import { newSecret, sha256Hex } from '../kernel/crypto.js';
 import { AccessTokenRecord, AuthorizationCode, OAuthClient, RefreshToken } from './entities.js';
@@ -76,8 +77,7 @@ export async function issueAccessToken(em: EntityManager, issuer: Issuer, grant:
 
 /** A new member of a refresh-token family; the secret is returned, its hash stored. */
 export function issueRefreshToken(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   grant: Grant & { familyId: string; userId: string },
 ): string {
   const secret = newSecret(REFRESH_TOKEN_PREFIX, 32);
@@ -109,6 +109,9 @@ export async function findCode(em: EntityManager, code: string): Promise<Authori
   return em.findOne(AuthorizationCode, { codeHash: sha256Hex(code) });
 }
 
+/** Time, and where the staged `credential.revoked` events go (see ServiceDeps). */
+type EventDeps = Pick<ServiceDeps, 'clock' | 'events'>;
+
 /** What a revocation changed: the jtis to deny (with their expiry) and the events to publish after commit. */
 export interface Revocation {
   denied: Array<{ jti: string; expiresAt: Date }>;
@@ -124,10 +127,10 @@ export const NOTHING_REVOKED: Revocation = { denied: [], events: [] };
  */
 export async function revokeTokens(
   em: EntityManager,
-  clock: Clock,
+  deps: EventDeps,
   where: { accessTokens?: object; refreshTokens?: object },
 ): Promise<Revocation> {
-  const now = clock.now();
+  const now = deps.clock.now();
   if (where.refreshTokens) {
     await em.nativeUpdate(RefreshToken, { ...where.refreshTokens, revokedAt: null }, { revokedAt: now });
   }
@@ -141,7 +144,7 @@ export async function revokeTokens(
   await em.nativeUpdate(AccessTokenRecord, { jti: { $in: rows.map((r) => r.jti) } }, { revokedAt: now });
   const events = stageEvents(
     em,
-    clock,
+    deps,
     rows.map((r) => ({
       type: 'credential.revoked',
       accountId: r.accountId,
@@ -152,19 +155,19 @@ export async function revokeTokens(
 }
 
 /** Refresh reuse or revocation of a refresh token: the whole family and everything issued from it. */
-export function revokeFamily(em: EntityManager, clock: Clock, familyId: string): Promise<Revocation> {
-  return revokeTokens(em, clock, { refreshTokens: { familyId }, accessTokens: { familyId } });
+export function revokeFamily(em: EntityManager, deps: EventDeps, familyId: string): Promise<Revocation> {
+  return revokeTokens(em, deps, { refreshTokens: { familyId }, accessTokens: { familyId } });
 }
 
 /** Code reuse (RFC 6749 §4.1.2): every token issued from that code, including later rotations. */
 export async function revokeCodeDescendants(
   em: EntityManager,
-  clock: Clock,
+  deps: EventDeps,
   codeId: string,
 ): Promise<Revocation> {
   const families = await em.find(RefreshToken, { codeId }, { fields: ['familyId'] });
   const familyIds = [...new Set(families.map((f) => f.familyId))];
-  return revokeTokens(em, clock, {
+  return revokeTokens(em, deps, {
     refreshTokens: { codeId },
     accessTokens: familyIds.length > 0 ? { $or: [{ codeId }, { familyId: { $in: familyIds } }] } : { codeId },
   });
@@ -173,11 +176,11 @@ export async function revokeCodeDescendants(
 /** Deletes a client and revokes everything issued to it. */
 export async function deleteClient(
   em: EntityManager,
-  clock: Clock,
+  deps: EventDeps,
   client: OAuthClient,
 ): Promise<Revocation> {
   return em.transactional(async (tx) => {
-    const revocation = await revokeTokens(tx, clock, { accessTokens: { clientId: client.clientId } });
+    const revocation = await revokeTokens(tx, deps, { accessTokens: { clientId: client.clientId } });
     await tx.nativeDelete(RefreshToken, { clientId: client.clientId });
     await tx.nativeDelete(AuthorizationCode, { clientId: client.clientId });
     await tx.nativeDelete(OAuthClient, { id: client.id });

@@ -1,13 +1,11 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { MikroORM, type Options } from '@mikro-orm/core';
-import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { MikroORM, type EntityClass, type IDatabaseDriver, type Options } from '@mikro-orm/core';
+import type { Constructor } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Migrator } from '@mikro-orm/migrations';
 import { isPostgresUrl } from '../config.js';
-import { ALL_ENTITIES } from './entities.js';
 import { MIGRATIONS } from './migrations/index.js';
 
 export type Dialect = 'sqlite' | 'postgresql';
@@ -25,18 +23,32 @@ export interface Database {
 }
 
 export interface DatabaseOptions {
+  /** The entities the ORM maps: every domain's, passed in by the composition root (src/database.ts). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- entity classes of any shape
+  entities: EntityClass<any>[];
   /** Log every SQL statement through this callback (tests count statements with it). */
   onQuery?: (sql: string) => void;
   /** How long a query waits for a free PostgreSQL connection before failing (503); default 5 s. */
   poolAcquireTimeoutMs?: number;
 }
 
-export function ormOptions(url: string, options: DatabaseOptions = {}): Options {
+/** The driver of the dialect `url` names, loaded on demand: a process never loads the other one. */
+async function driverFor(url: string): Promise<Constructor<IDatabaseDriver>> {
+  return isPostgresUrl(url)
+    ? (await import('@mikro-orm/postgresql')).PostgreSqlDriver
+    : (await import('@mikro-orm/better-sqlite')).BetterSqliteDriver;
+}
+
+export function ormOptions(
+  url: string,
+  options: DatabaseOptions,
+  driver: Constructor<IDatabaseDriver>,
+): Options {
   const postgres = isPostgresUrl(url);
   return {
-    driver: postgres ? PostgreSqlDriver : BetterSqliteDriver,
+    driver,
     ...(postgres ? { clientUrl: url } : { dbName: url }),
-    entities: ALL_ENTITIES,
+    entities: options.entities,
     extensions: [Migrator],
     migrations: {
       migrationsList: MIGRATIONS,
@@ -62,10 +74,10 @@ export function ormOptions(url: string, options: DatabaseOptions = {}): Options 
   } as Options;
 }
 
-export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
+export async function openDatabase(url: string, options: DatabaseOptions): Promise<Database> {
   const postgres = isPostgresUrl(url);
   if (!postgres && url !== ':memory:') mkdirSync(dirname(url), { recursive: true });
-  const orm = await MikroORM.init(ormOptions(url, options));
+  const orm = await MikroORM.init(ormOptions(url, options, await driverFor(url)));
   if (!postgres) {
     const conn = orm.em.getConnection();
     // WAL lets the CLI write while the server reads; busy_timeout waits instead of failing.

@@ -18,7 +18,8 @@ import {
 
 const jsonProps = new WeakMap<EntityMetadata, string[]>();
 
-function jsonPropsOf(meta: EntityMetadata): string[] {
+/** The properties of `meta` stored as JSON (text on SQLite). */
+export function jsonPropsOf(meta: EntityMetadata): string[] {
   let props = jsonProps.get(meta);
   if (!props) {
     props = meta.props.filter((p) => p.customType instanceof JsonType).map((p) => p.name);

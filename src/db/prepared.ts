@@ -1,19 +1,21 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityClass, EntityData, EntityMetadata } from '@mikro-orm/core';
-import { plainEntities } from './plain.js';
+import { jsonPropsOf, plainEntities } from './plain.js';
 
 /*
  * The hot reads (list pages with their totalCount, the DataLoader batches behind nested fields)
  * with their SQL written once per shape and reused. Going through the ORM's query builder costs
  * more than SQLite itself for these small statements: criteria processing and knex assembling the
  * same text on every request. A shape is the entity, the filtered columns with their operators and
- * the order; its text is cached, and only the values change. Statements still run through the
- * ORM's connection, so they join the caller's transaction and appear in the query log.
+ * the order; its text is cached, and only the values change. The database prepares each text once
+ * per connection too (see `read`): the ORM's own `execute` inlines the values into the text, so
+ * SQLite would compile a new statement for every call. Statements inside a transaction join it;
+ * every statement appears in the ORM's query log.
  *
  * Filters are what the port-ops services build: equality on a property, or a range
  * ({ $gte, $gt, $lt, $lte }) on one. Anything else is refused here, loudly, rather than guessed.
- * Values bind as they are: knex's SQLite client turns dates into milliseconds and booleans into
- * 0/1, which is how the ORM stores them.
+ * Values bind as knex binds them: on SQLite dates become milliseconds and booleans 0/1, which is
+ * how the ORM stores them.
  */
 
 type Direction = 'asc' | 'desc';
@@ -55,20 +57,219 @@ function termsOf(
   return { shape, values };
 }
 
-async function run<T extends object>(
+/** A prepared better-sqlite3 statement in raw mode (rows as arrays): the subset used here. */
+interface SqliteStatement {
+  all(...params: unknown[]): unknown[][];
+  raw(on: boolean): SqliteStatement;
+  columns(): Array<{ name: string }>;
+}
+/** A pooled connection as knex's clients hand it out: better-sqlite3's Database or a pg Client. */
+interface SqliteConnection {
+  prepare(sql: string): SqliteStatement;
+}
+interface PgConnection {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{
+    rows: Array<Record<string, unknown>>;
+  }>;
+}
+
+/** Read rows: entity-shaped objects (prototype set, JSON parsed), and the extra column of the first. */
+interface Read<T> {
+  items: T[];
+  extra: unknown;
+}
+
+type Kind = 'plain' | 'date' | 'boolean' | 'json';
+interface SqliteRead {
+  statement: SqliteStatement;
+  map(rows: unknown[][]): Read<object>;
+}
+
+/** Statements prepared on each SQLite connection, by SQL text, with their row mapper. */
+const sqliteStatements = new WeakMap<object, Map<string, SqliteRead>>();
+/** PostgreSQL: the `$n` text and the statement name of each SQL text (pg prepares a name once per connection). */
+const pgStatements = new Map<string, { name: string; text: string }>();
+
+/** Bound values as knex's better-sqlite3 client converts them: dates to epoch ms, booleans to 0/1. */
+function sqliteValue(value: unknown): unknown {
+  if (value instanceof Date) return value.valueOf();
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  return value;
+}
+
+function pgStatement(sql: string): { name: string; text: string } {
+  let statement = pgStatements.get(sql);
+  if (!statement) {
+    let n = 0;
+    statement = { name: `tidegate_read_${pgStatements.size + 1}`, text: sql.replace(/\?/g, () => `$${++n}`) };
+    pgStatements.set(sql, statement);
+  }
+  return statement;
+}
+
+/**
+ * Maps SQLite's raw rows (arrays in the statement's column order) straight to entity-shaped
+ * objects: what `mapResult` and `plainEntities` do in two passes over keyed objects, in one, with
+ * every object of an entity built in the same property order. Values convert as the ORM's result
+ * mapper converts them: dates (epoch ms, or text read in the ORM's time zone), booleans (0/1),
+ * and JSON text parsed.
+ */
+function sqliteMapper(
+  em: EntityManager,
+  meta: EntityMetadata,
+  entity: EntityClass<object>,
+  columns: string[],
+  extra: string | undefined,
+): (rows: unknown[][]) => Read<object> {
+  const platform = em.getPlatform();
+  const tz = platform.getTimezone();
+  const byColumn = new Map(
+    meta.props.filter((p) => p.fieldNames?.length === 1).map((p) => [p.fieldNames[0]!, p]),
+  );
+  const json = new Set(jsonPropsOf(meta));
+  let extraAt = -1;
+  const names: string[] = [];
+  const kinds: Kind[] = [];
+  const at: number[] = [];
+  columns.forEach((column, i) => {
+    if (column === extra) {
+      extraAt = i;
+      return;
+    }
+    const prop = byColumn.get(column);
+    if (!prop) return; // a column no property maps (the entity is older than the table) is not read
+    names.push(prop.name);
+    at.push(i);
+    kinds.push(
+      json.has(prop.name)
+        ? 'json'
+        : prop.runtimeType === 'Date' && !platform.isNumericProperty(prop)
+          ? 'date'
+          : prop.runtimeType === 'boolean'
+            ? 'boolean'
+            : 'plain',
+    );
+  });
+  const date = (value: unknown): unknown => {
+    if (value instanceof Date) return value;
+    if (typeof value === 'number' || typeof value === 'bigint') return platform.parseDate(Number(value));
+    const text = String(value);
+    const zoned =
+      !tz || tz === 'local' || text.includes('+') || text.lastIndexOf('-') > 10 || text.endsWith('Z');
+    return platform.parseDate(zoned ? text : text + tz);
+  };
+  const proto = entity.prototype as object;
+  const count = names.length;
+  return (rows) => {
+    const items = new Array<object>(rows.length);
+    for (let r = 0; r < rows.length; r++) {
+      const row = rows[r]!;
+      // Own properties first, the prototype after: the ORM defines a setter for every property on
+      // the entity's prototype (change tracking), which an assignment to an object that already
+      // has the prototype would run, giving each row a tracked wrapper.
+      const item: Record<string, unknown> = {};
+      for (let i = 0; i < count; i++) {
+        const value = row[at[i]!];
+        const kind = kinds[i];
+        item[names[i]!] =
+          value === null || value === undefined || kind === 'plain'
+            ? value
+            : kind === 'date'
+              ? date(value)
+              : kind === 'boolean'
+                ? !!value
+                : typeof value === 'string'
+                  ? JSON.parse(value)
+                  : value;
+      }
+      items[r] = Object.setPrototypeOf(item, proto) as object;
+    }
+    return { items, extra: extraAt >= 0 && rows.length > 0 ? rows[0]![extraAt] : undefined };
+  };
+}
+
+/**
+ * Runs a read and returns its rows as read-only entity-shaped objects (src/db/plain.ts), with the
+ * value of the `extra` column (not a property: a page's total) of the first row.
+ *
+ * Outside a transaction the statement runs on a connection taken from knex's pool
+ * (`knex.client.acquireConnection()`, as src/audit/writer.ts does), prepared once per connection
+ * and SQL text: a better-sqlite3 `Statement` in raw mode on SQLite, a named prepared statement on
+ * PostgreSQL. The ORM's own path would inline the values into the text and prepare it anew for
+ * every call. Inside a transaction it goes through the transaction's connection as before (on
+ * SQLite the pool's one connection is the transaction's: acquiring it would wait forever). Either
+ * way the statement appears in the ORM's query log.
+ */
+async function read<T extends object>(
   em: EntityManager,
   entity: EntityClass<T>,
   meta: EntityMetadata,
   sql: string,
   values: unknown[],
-): Promise<Array<Record<string, unknown>>> {
-  const rows = await em
-    .getConnection()
-    .execute<Array<Record<string, unknown>>>(sql, values, 'all', em.getTransactionContext());
-  return rows.map(
-    (row) =>
-      em.getDriver().mapResult(row as EntityData<T>, meta as EntityMetadata<T>) as Record<string, unknown>,
-  );
+  extra?: string,
+): Promise<Read<T>> {
+  const trx = em.getTransactionContext();
+  if (trx) {
+    const rows = await em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
+    return objectsRead(em, entity, meta, rows, extra);
+  }
+  const knex = em.getKnex();
+  const started = Date.now();
+  // knex's client types its pooled connections as `any`; they are the driver's connections.
+  const connection = (await knex.client.acquireConnection()) as object;
+  let result: Read<T>;
+  try {
+    if ((knex.client as { dialect?: string }).dialect === 'postgresql') {
+      const { rows } = await (connection as PgConnection).query({ ...pgStatement(sql), values });
+      result = objectsRead(em, entity, meta, rows, extra);
+    } else {
+      let statements = sqliteStatements.get(connection);
+      if (!statements) sqliteStatements.set(connection, (statements = new Map()));
+      let prepared = statements.get(sql);
+      if (!prepared) {
+        const statement = (connection as SqliteConnection).prepare(sql).raw(true);
+        const columns = statement.columns().map((c) => c.name);
+        prepared = { statement, map: sqliteMapper(em, meta, entity as EntityClass<object>, columns, extra) };
+        statements.set(sql, prepared);
+      }
+      result = prepared.map(prepared.statement.all(...values.map(sqliteValue))) as Read<T>;
+    }
+  } catch (error) {
+    throw em
+      .getPlatform()
+      .getExceptionConverter()
+      .convertException(error as Error);
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
+  const logger = em.config.getLogger();
+  if (logger.isEnabled('query')) {
+    logger.logQuery({
+      level: 'info',
+      query: sql,
+      params: values,
+      took: Date.now() - started,
+      results: result.items.length,
+    });
+  }
+  return result;
+}
+
+/** Keyed rows (PostgreSQL, or any dialect inside a transaction) through the ORM's result mapper. */
+function objectsRead<T extends object>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  meta: EntityMetadata,
+  rows: Array<Record<string, unknown>>,
+  extra: string | undefined,
+): Read<T> {
+  const driver = em.getDriver();
+  const first = extra && rows.length > 0 ? rows[0]![extra] : undefined;
+  const mapped = rows.map((row) => {
+    if (extra) delete row[extra];
+    return driver.mapResult(row as EntityData<T>, meta as EntityMetadata<T>) as Record<string, unknown>;
+  });
+  return { items: plainEntities(em, entity, mapped), extra: first };
 }
 
 /**
@@ -96,16 +297,21 @@ export async function preparedPage<T extends object>(
     sql = `select e.*, (select count(*) from ${table} c${filter('c')}) as page_total from ${table} e${filter('e')} order by ${order} limit ? offset ?`;
     texts.set(key, sql);
   }
-  const rows = await run(em, entity, meta, sql, [...values, ...values, page.limit, page.offset]);
-  if (rows.length === 0) {
+  const { items, extra } = await read(
+    em,
+    entity,
+    meta,
+    sql,
+    [...values, ...values, page.limit, page.offset],
+    'page_total',
+  );
+  if (items.length === 0) {
     if (page.offset === 0) return { items: [], total: 0 };
     // Past the end: the page is empty, the count still wanted.
-    const counted = await run(em, entity, meta, sql, [...values, ...values, 1, 0]);
-    return { items: [], total: counted.length ? Number(counted[0]!.page_total) : 0 };
+    const counted = await read(em, entity, meta, sql, [...values, ...values, 1, 0], 'page_total');
+    return { items: [], total: counted.items.length ? Number(counted.extra) : 0 };
   }
-  const total = Number(rows[0]!.page_total);
-  for (const row of rows) delete row.page_total;
-  return { items: plainEntities(em, entity, rows), total };
+  return { items, total: Number(extra) };
 }
 
 /** The rows whose `prop` is one of `keys` (a DataLoader batch), optionally in `orderBy` order. */
@@ -130,5 +336,5 @@ export async function preparedIn<T extends object>(
     sql = `select * from "${meta.tableName}" where ${terms.join(' and ')}${order ? ` order by ${order}` : ''}`;
     texts.set(key, sql);
   }
-  return plainEntities(em, entity, await run(em, entity, meta, sql, [...values, ...keys]));
+  return (await read(em, entity, meta, sql, [...values, ...keys])).items;
 }

@@ -1,26 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppServices, DomainEvent, EventPublisher } from '../gateway/context.js';
+import type { Config } from '../config.js';
+import type { DomainEvent, EventBus, EventListener } from '../kernel/events.js';
 
-export type EventListener = (event: DomainEvent) => void;
-
-/**
- * The one event bus. `publish` takes events that are already committed and hands them to every
- * listener of every gateway process; listeners run synchronously and must not throw.
- */
-export interface EventBus extends EventPublisher {
-  /** Returns the function that removes the listener. */
-  subscribe(listener: EventListener): () => void;
-  /** Hands events to this process's listeners only (facts every process finds out for itself). */
-  deliverLocally(events: DomainEvent[]): void;
-  /** Listeners in this process: every live subscription is one (tests and the bench wait on it). */
-  readonly listenerCount: number;
-  close(): Promise<void>;
-}
+export type { EventBus, EventListener } from '../kernel/events.js';
 
 /** Delivers to the listeners of this process only. */
 export class LocalEventBus implements EventBus {
+  readonly live = true;
   private readonly listeners = new Set<EventListener>();
 
   constructor(private readonly logger?: FastifyBaseLogger) {}
@@ -72,6 +60,7 @@ interface WireMessage {
  * Redis; a PUBLISH refused or not answered within PUBLISH_TIMEOUT_MS is logged.
  */
 export class RedisEventBus implements EventBus {
+  readonly live = true;
   private readonly local: LocalEventBus;
   private readonly origin = randomUUID();
   private readonly publisher: Redis;
@@ -154,24 +143,11 @@ export class RedisEventBus implements EventBus {
   }
 }
 
-export async function createEventBus(services: Pick<AppServices, 'config' | 'logger'>): Promise<EventBus> {
-  const { redisUrl, redisPrefix } = services.config;
-  return redisUrl
-    ? RedisEventBus.connect(redisUrl, redisPrefix, services.logger)
-    : new LocalEventBus(services.logger);
-}
-
-/**
- * `services.events` is typed as a publisher so domains can only publish; the live layer installs
- * the bus there and finds it again through this registry.
- */
-const installed = new WeakMap<AppServices, EventBus>();
-
-export function installEventBus(services: AppServices, bus: EventBus): void {
-  installed.set(services, bus);
-  services.events = bus;
-}
-
-export function eventBusOf(services: AppServices): EventBus | undefined {
-  return installed.get(services);
+/** The bus of one gateway process: across processes through Redis when `REDIS_URL` is set. */
+export async function createEventBus(
+  config: Pick<Config, 'redisUrl' | 'redisPrefix'>,
+  logger: FastifyBaseLogger,
+): Promise<EventBus> {
+  const { redisUrl, redisPrefix } = config;
+  return redisUrl ? RedisEventBus.connect(redisUrl, redisPrefix, logger) : new LocalEventBus(logger);
 }

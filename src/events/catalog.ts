@@ -38,7 +38,7 @@ export const WEBHOOK_TYPES: Record<WebhookDomain, readonly string[]> = {
 };
 
 /** Internal: tells every process to drop a credential and end its subscriptions. Never a webhook. */
-export const CREDENTIAL_REVOKED = 'credential.revoked';
+export { CREDENTIAL_REVOKED } from '../kernel/events.js';
 
 export function webhookDomainOf(eventType: string): WebhookDomain | undefined {
   if ((LIQUIDITY_WEBHOOK_TYPES as readonly string[]).includes(eventType)) return WebhookDomain.LIQUIDITY;

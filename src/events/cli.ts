@@ -1,14 +1,8 @@
-import type { CliCommand } from '../kernel/cli-command.js';
+import type { CliCommand } from '../db/cli-command.js';
 import { parseDuration } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
-import {
-  EventRecord,
-  WebhookDelivery,
-  WebhookDeliveryStatus,
-  WebhookEndpoint,
-  WebhookEndpointStatus,
-} from './entities.js';
-import { purgeExpired } from './retention.js';
+
+// The command table loads nothing heavy: each `run` imports what it needs (src/cli.ts).
 
 export const eventsCommands: CliCommand[] = [
   {
@@ -20,6 +14,7 @@ export const eventsCommands: CliCommand[] = [
       disabled: { description: 'Only disabled endpoints', type: 'boolean' },
     },
     async run({ db }, { options }) {
+      const { WebhookEndpoint, WebhookEndpointStatus } = await import('./entities.js');
       const endpoints = await db.em().find(
         WebhookEndpoint,
         {
@@ -56,6 +51,7 @@ export const eventsCommands: CliCommand[] = [
     usage: '[--json]',
     options: {},
     async run({ db }) {
+      const { EventRecord, WebhookDelivery, WebhookDeliveryStatus } = await import('./entities.js');
       const em = db.em();
       const [undispatched, pending, failed, delivered] = await Promise.all([
         em.count(EventRecord, { dispatchedAt: null }),
@@ -93,6 +89,7 @@ export const eventsCommands: CliCommand[] = [
       'older-than': { description: 'Age to purge past, e.g. 30d (default: EVENT_RETENTION)', type: 'string' },
     },
     async run({ db, config, clock }, { options }) {
+      const { purgeExpired } = await import('./retention.js');
       const raw = options['older-than'];
       let olderThanMs = config.eventRetentionMs;
       if (typeof raw === 'string') {

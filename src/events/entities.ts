@@ -39,6 +39,10 @@ export class EventRecord {
    */
   @Property({ type: 'boolean' })
   relay = false;
+
+  /** W3C `traceparent` of the span that staged the event (tracing on only): deliveries continue that trace. */
+  @Property({ type: 'string', length: 55, nullable: true })
+  traceparent?: string | null;
 }
 
 export enum WebhookEndpointStatus {

@@ -1,4 +1,4 @@
-import type { DomainEvent } from '../gateway/context.js';
+import type { DomainEvent } from '../kernel/events.js';
 import { AppError } from '../kernel/errors.js';
 import type { EventBus } from './bus.js';
 

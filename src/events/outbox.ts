@@ -6,7 +6,8 @@ import { performance } from 'node:perf_hooks';
 import { LockMode, raw, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Account } from '../accounts/entities.js';
-import type { AppServices, DomainEvent } from '../gateway/context.js';
+import type { AppServices } from '../gateway/context.js';
+import type { DomainEvent } from '../kernel/events.js';
 import type { Database } from '../db/orm.js';
 import type { OutboxSnapshot } from '../gateway/metrics.js';
 import { HOUR, type Clock } from '../kernel/clock.js';
@@ -382,7 +383,7 @@ export class WebhookOutbox {
       const body = webhookBody(event);
       const signedAt = clock.now();
       answer = await this.options.telemetry.delivery(
-        event.id,
+        event,
         {
           'tidegate.event.type': event.type,
           'tidegate.delivery.id': delivery.id,

@@ -157,7 +157,7 @@ function webhookDoorResolver(door: WebhookDoor) {
       @Arg('input', () => WebhookEndpointInput) input: WebhookEndpointInput,
       @Ctx() ctx: GatewayContext,
     ): Promise<WebhookRegistration> {
-      return registerEndpoint(ctx.em, requirePrincipal(ctx), domain, input, ctx.services);
+      return registerEndpoint({ em: ctx.em, ...ctx.services }, requirePrincipal(ctx), domain, input);
     }
 
     @Mutation(() => WebhookEndpoint, {
@@ -171,7 +171,7 @@ function webhookDoorResolver(door: WebhookDoor) {
       @Arg('patch', () => WebhookEndpointPatch) patch: WebhookEndpointPatch,
       @Ctx() ctx: GatewayContext,
     ): Promise<WebhookEndpoint> {
-      return updateEndpoint(ctx.em, requirePrincipal(ctx), domain, id, patch, ctx.services);
+      return updateEndpoint({ em: ctx.em, ...ctx.services }, requirePrincipal(ctx), domain, id, patch);
     }
 
     @Mutation(() => WebhookRegistration, {
@@ -182,7 +182,7 @@ function webhookDoorResolver(door: WebhookDoor) {
     @gate
     @RequiresScopes('webhooks:manage')
     rotate(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<WebhookRegistration> {
-      return rotateSecret(ctx.em, requirePrincipal(ctx), domain, id, ctx.services);
+      return rotateSecret({ em: ctx.em, ...ctx.services }, requirePrincipal(ctx), domain, id);
     }
 
     @Mutation(() => WebhookEndpoint, {
@@ -251,7 +251,13 @@ function webhookDoorResolver(door: WebhookDoor) {
       endpointId: string | null | undefined,
       @Ctx() ctx: GatewayContext,
     ): Promise<WebhookDelivery> {
-      return redeliver(ctx.em, requirePrincipal(ctx), domain, deliveryId, ctx.services, endpointId);
+      return redeliver(
+        { em: ctx.em, ...ctx.services },
+        requirePrincipal(ctx),
+        domain,
+        deliveryId,
+        endpointId,
+      );
     }
   }
   return WebhookDoorResolver;

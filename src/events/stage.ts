@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import type { Database } from '../db/orm.js';
 import type { Clock } from '../kernel/clock.js';
-import type { DomainEvent } from '../gateway/context.js';
+import { traceparentOf } from '../kernel/trace-context.js';
+import type { DomainEvent, EventPublisher } from '../kernel/events.js';
 import { EventRecord } from './entities.js';
 
 export interface EventDraft {
@@ -12,29 +12,24 @@ export interface EventDraft {
 }
 
 /**
- * Databases (ORM configurations) through which a running server stages events: that server
- * publishes them to its live bus after commit. Events staged through any other connection — the
- * CLI, scripts — have no bus to go to, so they are marked `relay` and the outbox worker that
- * dispatches them publishes them instead (see `WebhookOutbox.dispatch`).
- */
-const publishingLive = new WeakSet<object>();
-
-/** Called by the events module when it installs a live bus for the server using `db`. */
-export function publishesLive(db: Database): void {
-  publishingLive.add(db.orm.config);
-}
-
-/**
  * Adds events to the current unit of work so they commit (or roll back) with the change.
  * Call inside the transaction; after it commits, hand the returned events to
  * `services.events.publish(...)` for live delivery.
  *
- *   const events = await em.transactional(async (tx) => { ...change...; return stageEvents(tx, clock, drafts); });
- *   await services.events.publish(events);
+ *   const events = await em.transactional(async (tx) => { ...change...; return stageEvents(tx, deps, drafts); });
+ *   await deps.events.publish(events);
  */
-export function stageEvents(em: EntityManager, clock: Clock, drafts: EventDraft[]): DomainEvent[] {
-  const occurredAt = clock.now();
-  const relay = !publishingLive.has(em.config);
+export function stageEvents(
+  em: EntityManager,
+  deps: { clock: Clock; events: EventPublisher },
+  drafts: EventDraft[],
+): DomainEvent[] {
+  const occurredAt = deps.clock.now();
+  // A live publisher publishes these after commit; otherwise (the CLI) the outbox worker relays them.
+  const relay = !deps.events.live;
+  // The trace of the staging request, kept with the event for whichever process delivers it.
+  // Tracing off, no span is ever active: the lookup finds none and the column stays null.
+  const traceparent = traceparentOf();
   return drafts.map((draft) => {
     const record = em.create(EventRecord, {
       type: draft.type,
@@ -42,6 +37,7 @@ export function stageEvents(em: EntityManager, clock: Clock, drafts: EventDraft[
       accountId: draft.accountId ?? null,
       payload: draft.payload,
       relay,
+      traceparent,
     });
     em.persist(record);
     return {

@@ -1,25 +1,25 @@
 import { Arg, Field, Float, ID, ObjectType, Resolver, Root, Subscription } from 'type-graphql';
-import { PortCallStatus, ServiceOrderStatus } from '../port-ops/entities.js';
 import { JSONObjectResolver } from 'graphql-scalars';
-import type { DomainEvent, GatewayContext } from '../gateway/context.js';
+import type { GatewayContext } from '../gateway/context.js';
+import type { DomainEvent } from '../kernel/events.js';
 import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
-import { AppError, badInput } from '../kernel/errors.js';
+import { badInput } from '../kernel/errors.js';
 import { Plan } from '../kernel/plans.js';
-import { eventBusOf } from './bus.js';
 import { liveEvents } from './live.js';
 
 /**
  * Live feeds. Each subscription is a filtered view of the event bus: liquidity events are
  * market-wide (accountId null) and go to every entitled caller; watchlist alerts and port-ops
- * events carry their tenant's accountId and go to that account only.
+ * events carry their tenant's accountId and go to that account only. The port-ops feeds are in
+ * src/port-ops/subscriptions.ts, built with the helpers exported here.
  */
 
-type Payload = Record<string, unknown>;
-type Args = Record<string, unknown>;
+export type Payload = Record<string, unknown>;
+export type Args = Record<string, unknown>;
 
 const MAX_FILTER_VALUES = 100;
 
-function str(p: Payload, key: string): string {
+export function str(p: Payload, key: string): string {
   const v = p[key];
   return v === undefined || v === null ? '' : String(v);
 }
@@ -40,19 +40,18 @@ function listFilter(args: Args, name: string): Set<string> | null {
   return new Set(values.map((v) => v.trim().toLowerCase()));
 }
 
-function optional(args: Args, name: string): string | null {
+export function optional(args: Args, name: string): string | null {
   const value = args[name];
   return typeof value === 'string' && value.trim() ? value.trim() : null;
 }
 
 /** Subscribes the caller to events of `types` that pass `accept`; tenant events only for their own account. */
-function subscribe(
+export function subscribe(
   context: GatewayContext,
   types: readonly string[],
   accept: (event: DomainEvent<Payload>) => boolean = () => true,
 ) {
-  const bus = eventBusOf(context.services);
-  if (!bus) throw new AppError('SERVICE_UNAVAILABLE', 'Live events are not available on this gateway');
+  const bus = context.services.bus;
   const accountId = context.principal?.accountId;
   const wanted = new Set(types);
   return liveEvents(
@@ -65,7 +64,7 @@ function subscribe(
   );
 }
 
-interface SubscribeData {
+export interface SubscribeData {
   args: Args;
   context: GatewayContext;
 }
@@ -158,49 +157,6 @@ export class WatchlistAlertEvent {
   asOf!: Date;
 }
 
-@ObjectType({
-  description: 'A port call was created or changed status (`port_call.created`, `port_call.status_changed`).',
-})
-export class PortCallUpdate {
-  @Field(() => ID)
-  eventId!: string;
-  @Field(() => String)
-  type!: string;
-  @Field(() => Date)
-  occurredAt!: Date;
-  @Field(() => ID)
-  portCallId!: string;
-  @Field(() => String, { description: 'The status after the change.' })
-  status!: string;
-  @Field(() => String, { nullable: true, description: 'The status before the change; null on creation.' })
-  previousStatus?: string | null;
-  @Field(() => JSONObjectResolver, { description: 'The webhook payload of the event.' })
-  data!: Payload;
-}
-
-@ObjectType({
-  description:
-    'A service order was created or changed status (`service_order.created`, `service_order.status_changed`).',
-})
-export class ServiceOrderUpdate {
-  @Field(() => ID)
-  eventId!: string;
-  @Field(() => String)
-  type!: string;
-  @Field(() => Date)
-  occurredAt!: Date;
-  @Field(() => ID)
-  serviceOrderId!: string;
-  @Field(() => ID)
-  portCallId!: string;
-  @Field(() => String)
-  status!: string;
-  @Field(() => String, { nullable: true })
-  previousStatus?: string | null;
-  @Field(() => JSONObjectResolver)
-  data!: Payload;
-}
-
 function toLiquidityEvent(event: DomainEvent<Payload>): LiquidityEvent {
   const p = event.payload;
   return {
@@ -212,45 +168,6 @@ function toLiquidityEvent(event: DomainEvent<Payload>): LiquidityEvent {
     asOf: date(p, 'asOf', event.occurredAt),
     data: p,
   };
-}
-
-/** Creation events carry the whole record; status changes carry from/to. */
-function recordOf(event: DomainEvent<Payload>, key: string): Payload | null {
-  const record = event.payload[key];
-  return record && typeof record === 'object' ? (record as Payload) : null;
-}
-
-function portCallOf(event: DomainEvent<Payload>): PortCallUpdate {
-  const created = recordOf(event, 'portCall');
-  const p = event.payload;
-  return {
-    eventId: event.id,
-    type: event.type,
-    occurredAt: event.occurredAt,
-    portCallId: created ? str(created, 'id') : str(p, 'portCallId'),
-    status: created ? str(created, 'status') : str(p, 'to'),
-    previousStatus: created ? null : str(p, 'from') || null,
-    data: p,
-  };
-}
-
-function serviceOrderOf(event: DomainEvent<Payload>): ServiceOrderUpdate {
-  const created = recordOf(event, 'serviceOrder');
-  const p = event.payload;
-  return {
-    eventId: event.id,
-    type: event.type,
-    occurredAt: event.occurredAt,
-    serviceOrderId: created ? str(created, 'id') : str(p, 'serviceOrderId'),
-    portCallId: str(created ?? p, 'portCallId'),
-    status: created ? str(created, 'status') : str(p, 'to'),
-    previousStatus: created ? null : str(p, 'from') || null,
-    data: p,
-  };
-}
-
-function sameText(a: string, b: string | null): boolean {
-  return b === null || a.toUpperCase() === b.toUpperCase();
 }
 
 const slugsArg = {
@@ -404,53 +321,5 @@ export class LiveEventsResolver {
       message: str(p, 'message'),
       asOf: date(p, 'asOf', event.occurredAt),
     };
-  }
-
-  @Subscription(() => PortCallUpdate, {
-    description:
-      "Port calls of the caller's account created or changing status; optionally one port call and/or one new status.",
-    subscribe: ({ args, context }: SubscribeData) => {
-      const status = optional(args, 'status');
-      const portCallId = optional(args, 'portCallId');
-      return subscribe(context, ['port_call.created', 'port_call.status_changed'], (e) => {
-        const update = portCallOf(e);
-        return sameText(update.status, status) && (portCallId === null || update.portCallId === portCallId);
-      });
-    },
-  })
-  @RequiresScopes('read:port_calls')
-  portCallUpdated(
-    @Root() event: DomainEvent<Payload>,
-    @Arg('status', () => PortCallStatus, { nullable: true, description: 'Only changes into this status.' })
-    _status?: PortCallStatus | null,
-    @Arg('portCallId', () => ID, { nullable: true }) _portCallId?: string | null,
-  ): PortCallUpdate {
-    return portCallOf(event);
-  }
-
-  @Subscription(() => ServiceOrderUpdate, {
-    description: "Service orders of the caller's account created or changing status; optionally filtered.",
-    subscribe: ({ args, context }: SubscribeData) => {
-      const status = optional(args, 'status');
-      const serviceOrderId = optional(args, 'serviceOrderId');
-      const portCallId = optional(args, 'portCallId');
-      return subscribe(context, ['service_order.created', 'service_order.status_changed'], (e) => {
-        const update = serviceOrderOf(e);
-        return (
-          sameText(update.status, status) &&
-          (serviceOrderId === null || update.serviceOrderId === serviceOrderId) &&
-          (portCallId === null || update.portCallId === portCallId)
-        );
-      });
-    },
-  })
-  @RequiresScopes('read:service_orders')
-  serviceOrderUpdated(
-    @Root() event: DomainEvent<Payload>,
-    @Arg('status', () => ServiceOrderStatus, { nullable: true }) _status?: ServiceOrderStatus | null,
-    @Arg('serviceOrderId', () => ID, { nullable: true }) _serviceOrderId?: string | null,
-    @Arg('portCallId', () => ID, { nullable: true }) _portCallId?: string | null,
-  ): ServiceOrderUpdate {
-    return serviceOrderOf(event);
   }
 }

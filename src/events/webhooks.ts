@@ -17,11 +17,14 @@ import {
 } from './entities.js';
 import { newSigningSecret, sealedForm } from './secrets.js';
 import { vetWebhookUrl } from './ssrf.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /** Endpoints one account may register per domain; more is almost always a bug in a client's setup script. */
 export const MAX_ENDPOINTS_PER_DOMAIN = 20;
 
 export type WebhookEnv = Pick<AppServices, 'clock' | 'config' | 'secrets'>;
+/** What the webhook services that write take first: the unit of work and their environment. */
+export type WebhookDeps = Pick<ServiceDeps, 'em'> & WebhookEnv;
 
 export interface RegisterEndpointInput {
   url: string;
@@ -83,11 +86,10 @@ function requireUrl(raw: unknown): string {
 }
 
 export async function registerEndpoint(
-  em: EntityManager,
+  { em, ...env }: WebhookDeps,
   principal: Principal,
   domain: WebhookDomain,
   input: RegisterEndpointInput,
-  env: WebhookEnv,
 ): Promise<EndpointWithSecret> {
   const url = requireUrl(input.url);
   const eventTypes = parseEventTypes(domain, input.eventTypes ?? []);
@@ -161,12 +163,11 @@ function activate(endpoint: WebhookEndpoint): void {
 
 /** Changes url, event types, description or the active flag; everything is checked before anything is written. */
 export async function updateEndpoint(
-  em: EntityManager,
+  { em, ...env }: WebhookDeps,
   principal: Principal,
   domain: WebhookDomain,
   id: string,
   patch: EndpointPatch,
-  env: WebhookEnv,
 ): Promise<WebhookEndpoint> {
   const given = (['url', 'eventTypes', 'description', 'active'] as const).filter(
     (k) => patch[k] !== undefined && patch[k] !== null,
@@ -204,11 +205,10 @@ export async function updateEndpoint(
  * dropping deliveries. Rotating again within the window drops the oldest secret at once.
  */
 export async function rotateSecret(
-  em: EntityManager,
+  { em, ...env }: WebhookDeps,
   principal: Principal,
   domain: WebhookDomain,
   id: string,
-  env: WebhookEnv,
 ): Promise<EndpointWithSecret> {
   const endpoint = await getEndpoint(em, principal, domain, id);
   const fresh = newSigningSecret(env.secrets);
@@ -313,11 +313,10 @@ export async function attemptLogs(
  * de-duplicate by id see a repeat, not a new event.
  */
 export async function redeliver(
-  em: EntityManager,
+  { em, ...env }: Pick<ServiceDeps, 'em' | 'clock'>,
   principal: Principal,
   domain: WebhookDomain,
   deliveryId: string,
-  env: Pick<AppServices, 'clock'>,
   endpointId?: string | null,
 ): Promise<WebhookDelivery> {
   const delivery = await getDelivery(em, principal, domain, deliveryId, endpointId);

@@ -8,7 +8,7 @@ import { badInput } from '../kernel/errors.js';
 export const DEFAULT_PAGE = 20;
 export const MAX_PAGE = 100;
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class PageInfo {
   @Field(() => Boolean)
   hasNextPage!: boolean;
@@ -81,7 +81,7 @@ export function toConnection<T>(items: T[], totalCount: number, page: Page): Con
 
 /** Declares `<Name>Connection` and `<Name>Edge` object types for a node type. */
 export function Connection<T extends object>(nodeType: ClassType<T>, name: string) {
-  @ObjectType(`${name}Edge`)
+  @ObjectType(`${name}Edge`, { simpleResolvers: true })
   class Edge {
     @Field(() => String)
     cursor!: string;
@@ -90,7 +90,7 @@ export function Connection<T extends object>(nodeType: ClassType<T>, name: strin
     node!: T;
   }
 
-  @ObjectType(`${name}Connection`)
+  @ObjectType(`${name}Connection`, { simpleResolvers: true })
   class ConnectionType {
     @Field(() => [Edge])
     edges!: Edge[];

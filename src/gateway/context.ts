@@ -10,7 +10,7 @@ import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { unauthenticated } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
-import type { AuditWriter } from '../audit/writer.js';
+import type { EventBus, EventPublisher } from '../kernel/events.js';
 import type { AccessPolicy, Requirements } from './access.js';
 import type { CredentialResolver } from './credentials.js';
 import type { Metrics } from './metrics.js';
@@ -28,10 +28,12 @@ export interface AppServices {
   logger: FastifyBaseLogger;
   /** Called once per operation after the access check passes: rate limits and quotas. */
   admission: Admission;
-  /** Published domain events; the live-events layer replaces the default no-op bus. */
+  /** Where domains publish committed events (this process's bus, counted and traced). */
   events: EventPublisher;
+  /** The live bus itself: graphql-ws and the live subscriptions listen to it. */
+  bus: EventBus;
   credentials: CredentialResolver;
-  audit: AuditWriter;
+  audit: AuditLog;
   /** The access rules of the one schema; hand-written routes check through `authorizeField`. */
   policy: AccessPolicy;
   /** Validation rules beyond graphql-js's own (demand control), applied by every door. */
@@ -41,6 +43,27 @@ export interface AppServices {
   metrics: Metrics; // wired by h16-ops
   telemetry: Telemetry; // wired by h16-ops
   persisted: PersistedOperations; // wired by h16-ops
+}
+
+/** One audited call: who, what, how it ended. */
+export interface AuditEntry {
+  at: Date;
+  requestId: string;
+  accountId?: string | null;
+  credentialKind?: string | null;
+  credentialId?: string | null;
+  ip?: string | null;
+  userAgent?: string | null;
+  operation: string;
+  status: number;
+  durationMs: number;
+}
+
+/** Where every door records its calls (the audit domain's writer; src/audit/writer.ts). */
+export interface AuditLog {
+  record(entry: AuditEntry): void;
+  /** Resolves when everything recorded so far is stored. */
+  flush(): Promise<void>;
 }
 
 export interface AdmissionResult {
@@ -59,23 +82,6 @@ export interface Admission {
 }
 
 export const openAdmission: Admission = { admit: async () => ({ headers: {} }), peek: async () => ({}) };
-
-export interface DomainEvent<T = unknown> {
-  /** Stable id: the same event always carries the same id, through every retry. */
-  id: string;
-  type: string;
-  occurredAt: Date;
-  /** Tenant the event belongs to; null for market-wide events. */
-  accountId: string | null;
-  payload: T;
-}
-
-export interface EventPublisher {
-  /** Publishes events that are already committed. */
-  publish(events: DomainEvent[]): Promise<void>;
-}
-
-export const noopEvents: EventPublisher = { publish: async () => {} };
 
 /** Everything a resolver sees. Built once per request / operation. */
 export interface GatewayContext {

@@ -1,8 +1,3 @@
-import { Account, ApiKey } from '../accounts/entities.js';
-import { API_KEY_PREFIX, findKeyBySecret, isKeyActive } from '../accounts/service.js';
-import type { Database } from '../db/orm.js';
-import type { Clock } from '../kernel/clock.js';
-import { sha256Hex } from '../kernel/crypto.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 
@@ -36,125 +31,16 @@ export function extractCredential(headers: HeaderBag): PresentedCredential | nul
   return null;
 }
 
-interface CachedKey {
-  principal: Principal;
-  keyId: string;
-  cachedUntil: number;
-}
-
-const MAX_CACHED_KEYS = 10_000;
-
 /**
- * Turns a presented secret into a Principal. Verified API keys are cached briefly (the
- * per-request cost is then one SHA-256). Revocation evicts at once in this process; keys revoked
- * elsewhere (the CLI, another gateway) are found by the events module's revocation watch every
- * REVOCATION_POLL and evicted through `invalidateKey`; the cache TTL bounds anything else.
+ * Turns a presented secret into a Principal: API keys by the accounts domain
+ * (src/accounts/credentials.ts), other bearer tokens by the verifiers plugged in (the OAuth server).
  */
-export class CredentialResolver {
-  private readonly keyCache = new Map<string, CachedKey>();
-  /** SHA-256 of presented keys that were refused, until when the refusal may be reused. */
-  private readonly refusedKeys = new Map<string, number>();
-  private readonly pendingLastUsed = new Map<string, Date>();
-  private readonly verifiers: TokenVerifier[] = [];
-  private flushTimer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly cacheTtlMs: number,
-  ) {}
-
-  addTokenVerifier(verifier: TokenVerifier): void {
-    this.verifiers.push(verifier);
-  }
-
+export interface CredentialResolver {
   /** The principal, at once when the credential is cached (the common case), else after a lookup. */
-  resolve(secret: string): MaybePromise<Principal | null> {
-    if (secret.startsWith(API_KEY_PREFIX)) return this.resolveApiKey(secret);
-    const verifier = this.verifiers.find((v) => v.handles(secret));
-    return verifier ? verifier.verify(secret) : null;
-  }
-
-  private resolveApiKey(secret: string): MaybePromise<Principal | null> {
-    const hash = sha256Hex(secret);
-    const now = this.clock.now();
-    const cached = this.keyCache.get(hash);
-    if (cached && cached.cachedUntil > now.getTime()) {
-      const expiresAt = cached.principal.credential.expiresAt;
-      if (!expiresAt || expiresAt > now) {
-        this.noteUsed(cached.keyId, now);
-        return cached.principal;
-      }
-    }
-    this.keyCache.delete(hash);
-    const refusedUntil = this.refusedKeys.get(hash);
-    if (refusedUntil !== undefined && refusedUntil > now.getTime()) return null;
-    return this.lookUpApiKey(secret, hash, now);
-  }
-
-  private async lookUpApiKey(secret: string, hash: string, now: Date): Promise<Principal | null> {
-    const key = await findKeyBySecret(this.db.em(), secret);
-    if (!key || !isKeyActive(key, now)) {
-      // Unknown, revoked and expired keys never become valid again: remember the refusal briefly
-      // so a client retrying a dead key (or someone guessing) does not cost a query per request.
-      if (this.refusedKeys.size >= MAX_CACHED_KEYS) this.refusedKeys.clear();
-      this.refusedKeys.set(hash, now.getTime() + this.cacheTtlMs);
-      return null;
-    }
-    const owner = key.account.sandboxOf
-      ? await this.db.em().findOne(Account, { id: key.account.sandboxOf })
-      : undefined;
-    if (owner === null) return null;
-    const principal = principalForKey(key, owner);
-    if (this.keyCache.size >= MAX_CACHED_KEYS) {
-      const oldest = this.keyCache.keys().next().value;
-      if (oldest !== undefined) this.keyCache.delete(oldest);
-    }
-    this.keyCache.set(hash, { principal, keyId: key.id, cachedUntil: now.getTime() + this.cacheTtlMs });
-    this.noteUsed(key.id, now);
-    return principal;
-  }
-
-  /** Drops a key from the cache (called on revoke/rotate, here or — via the bus — elsewhere). */
-  invalidateKey(keyId: string): void {
-    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
-  }
-
-  private noteUsed(keyId: string, at: Date): void {
-    this.pendingLastUsed.set(keyId, at);
-    if (!this.flushTimer) {
-      // last_used_at is advisory: write it in batches, not on every request.
-      this.flushTimer = setTimeout(() => void this.flushLastUsed(), 5_000);
-      this.flushTimer.unref();
-    }
-  }
-
-  async flushLastUsed(): Promise<void> {
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
-    if (this.pendingLastUsed.size === 0) return;
-    const batch = [...this.pendingLastUsed];
-    this.pendingLastUsed.clear();
-    try {
-      await this.db.em().transactional(async (tx) => {
-        for (const [id, at] of batch) await tx.nativeUpdate(ApiKey, { id }, { lastUsedAt: at });
-      });
-    } catch {
-      // The database may be closing; losing a last-used timestamp is harmless.
-    }
-  }
-}
-
-/**
- * A sandbox key (its account has `sandboxOf`) acts with the real account's current plan, so a
- * sandbox never reaches more than its owner's plan, and a downgrade applies to it too.
- */
-export function principalForKey(key: ApiKey, sandboxOwner?: Account): Principal {
-  return {
-    accountId: key.account.id,
-    plan: sandboxOwner?.plan ?? key.account.plan,
-    scopes: new Set(key.scopes),
-    credential: { kind: 'api_key', id: key.id, expiresAt: key.expiresAt ?? undefined },
-    ...(sandboxOwner ? { sandboxOf: sandboxOwner.id } : {}),
-  };
+  resolve(secret: string): MaybePromise<Principal | null>;
+  addTokenVerifier(verifier: TokenVerifier): void;
+  /** Forgets a cached key (called on revoke/rotate, here or — via the bus — elsewhere). */
+  invalidateKey(keyId: string): void;
+  /** Writes the batched last-used timestamps (on shutdown). */
+  flushLastUsed(): Promise<void>;
 }

@@ -3,10 +3,10 @@ import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import './fastify-types.js';
 import { AppError, ERROR_CODES, badInput, unauthenticated, withHeaders } from '../kernel/errors.js';
-import type { AuditWriter } from '../audit/writer.js';
 import type { Clock } from '../kernel/clock.js';
 import { isPromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
+import type { AuditLog } from './context.js';
 import { extractCredential, type CredentialResolver } from './credentials.js';
 import { appErrorOf, formatErrors, toGraphQLError } from './errors.js';
 import { doorOf, type Metrics } from './metrics.js';
@@ -27,7 +27,7 @@ export function requestIdOf(header: string | string[] | undefined): string {
 export function registerEdge(
   app: FastifyInstance,
   credentials: CredentialResolver,
-  audit: AuditWriter,
+  audit: AuditLog,
   clock: Clock,
   observe: { metrics: Metrics; telemetry: Telemetry },
 ): void {

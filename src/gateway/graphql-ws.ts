@@ -16,11 +16,9 @@ import type { Config } from '../config.js';
 import { AppError, isAppError, statusOfCode } from '../kernel/errors.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
-import type { AuditWriter } from '../audit/writer.js';
-import { eventBusOf } from '../events/bus.js';
-import { CREDENTIAL_REVOKED } from '../events/catalog.js';
+import { CREDENTIAL_REVOKED, type DomainEvent } from '../kernel/events.js';
 import { checkAccess, type Requirements } from './access.js';
-import type { AppServices, DomainEvent, GatewayContext } from './context.js';
+import type { AppServices, AuditLog, GatewayContext } from './context.js';
 import type { CredentialResolver } from './credentials.js';
 import { toGraphQLError } from './errors.js';
 import { requestIdOf } from './edge.js';
@@ -177,7 +175,7 @@ export function registerGraphQLWs(
   operations: Operations,
   services: AppServices,
   credentials: CredentialResolver,
-  audit: AuditWriter,
+  audit: AuditLog,
 ): WsServer {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const connections = new Map<WebSocket, ConnectionState>();
@@ -376,7 +374,7 @@ export function registerGraphQLWs(
     }
   };
   // Revocations reach every process through the bus (OAuth revocation, API keys noticed by the key watch).
-  const stopListening = eventBusOf(services)?.subscribe((event) => {
+  const stopListening = services.bus.subscribe((event) => {
     if (event.type === CREDENTIAL_REVOKED)
       endCredential(String((event.payload as { credentialId?: unknown }).credentialId));
   });

@@ -17,12 +17,22 @@ export interface DomainModule {
   restRoutes?: RestRoute[];
   /** The OpenAPI operations of routes the shim table cannot describe (hand-written, OAuth). */
   openApi?: DescribedRoute[]; // wired by h16-ops
-  /** Hand-written routes (streaming only: export, document upload/download). */
+  /** Hand-written routes that need no running state (streaming: export, document upload/download). */
   http?: (app: FastifyInstance, services: AppServices, operations: Operations) => void | Promise<void>;
-  /** Called at start with the services, before listening (background workers, bus wiring). */
-  start?: (services: AppServices) => void | Promise<void>;
-  /** Called on graceful shutdown after HTTP has stopped, before the database closes. */
-  stop?: (services: AppServices) => void | Promise<void>;
+  /**
+   * Starts what the domain runs (background workers, listeners, its own routes that need that
+   * state), before listening. The composition root keeps what it returns and stops it on shutdown;
+   * modules keep no state of their own between start and stop.
+   */
+  start?: (services: AppServices) => RunningModule | Promise<RunningModule>;
   /** Adds this domain's demo data to an empty database. Returns lines to print (never secrets twice). */
   seedDemo?: (em: EntityManager, services: Pick<AppServices, 'clock' | 'config'>) => Promise<void>;
+}
+
+/** What a started module runs: its stateful routes and how to stop it. */
+export interface RunningModule {
+  /** Routes served by what start() made (e.g. the OAuth endpoints over the auth runtime). */
+  http?: (app: FastifyInstance, operations: Operations) => void | Promise<void>;
+  /** Called on graceful shutdown after HTTP has stopped, before the database closes. */
+  stop?: () => void | Promise<void>;
 }

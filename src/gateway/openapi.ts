@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { ERROR_CODES } from '../kernel/errors.js';
 import { SCOPES } from '../kernel/scopes.js';
-import { MODULES } from '../modules.js';
+import type { DomainModule } from './module.js';
 import type { AccessPolicy } from './access.js';
 import { loadOperations } from './rest.js';
 import type { ParamSpec, RestRoute } from './rest-routes.js';
@@ -158,14 +158,18 @@ export function openApiDocument(inputs: OpenApiInputs): Json {
 export const OPENAPI_FILE = join(import.meta.dirname, '..', '..', 'schema', 'openapi.json');
 
 /** The document of this build's modules, as checked in at schema/openapi.json. */
-export function gatewayOpenApi(schema: GraphQLSchema, policy: AccessPolicy): Json {
+export function gatewayOpenApi(
+  schema: GraphQLSchema,
+  policy: AccessPolicy,
+  modules: readonly DomainModule[],
+): Json {
   const pkg = { version: packageVersion() };
   return openApiDocument({
     schema,
     policy,
     operations: loadOperations(),
-    routes: MODULES.filter((m) => m.restRoutes).map((m) => ({ tag: m.name, routes: m.restRoutes! })),
-    described: MODULES.filter((m) => m.openApi).map((m) => ({ tag: m.name, routes: m.openApi! })),
+    routes: modules.filter((m) => m.restRoutes).map((m) => ({ tag: m.name, routes: m.restRoutes! })),
+    described: modules.filter((m) => m.openApi).map((m) => ({ tag: m.name, routes: m.openApi! })),
     version: pkg.version,
   });
 }

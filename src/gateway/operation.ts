@@ -341,6 +341,13 @@ export class Operations {
     const errors = coercion ? result.errors.map(asUserInput) : result.errors;
     const formatted = this.format(errors);
     meta.errorCodes = formatted.map((e) => String(e.extensions?.code));
+    // A resolver that met an outage answers SERVICE_UNAVAILABLE in its error; the response carries
+    // the same Retry-After as a REST shim's 503 would, so HTTP clients and proxies see it too.
+    const retryAfter = formatted.reduce(
+      (most, e) => Math.max(most, Number(e.extensions?.retryAfterSeconds) || 0),
+      0,
+    );
+    if (retryAfter > 0) meta.headers['Retry-After'] = String(retryAfter);
     const body: FormattedExecutionResult = coercion
       ? { errors: formatted }
       : { errors: formatted, data: result.data };

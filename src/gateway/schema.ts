@@ -3,20 +3,28 @@ import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { specifiedDirectives, type GraphQLSchema } from 'graphql';
 import { DateTimeISOResolver, JSONObjectResolver } from 'graphql-scalars';
 import { buildSchemaSync, type NonEmptyArray } from 'type-graphql';
-import { MODULES } from '../modules.js';
+import type { DomainModule } from './module.js';
 import { accessDirectives } from './directives.js';
-import { bindRootResolversSynchronously, resolverContainer } from './sync-resolvers.js';
+import {
+  bindFieldResolversSynchronously,
+  bindRootResolversSynchronously,
+  resolverContainer,
+} from './sync-resolvers.js';
 
 export const JSONObject = JSONObjectResolver;
 
-let built: GraphQLSchema | undefined;
+const built = new WeakMap<readonly DomainModule[], GraphQLSchema>();
 
-/** The one executable schema. Built once per process (type-graphql metadata is global). */
-export function gatewaySchema(): GraphQLSchema {
-  if (!built) {
+/**
+ * The one executable schema of these domain modules (the composition root's list, src/modules.ts).
+ * Built once per process and list: type-graphql's metadata is global.
+ */
+export function buildGatewaySchema(modules: readonly DomainModule[]): GraphQLSchema {
+  let schema = built.get(modules);
+  if (!schema) {
     // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-    const resolvers = MODULES.flatMap((m) => m.resolvers) as NonEmptyArray<Function>;
-    built = buildSchemaSync({
+    const resolvers = modules.flatMap((m) => m.resolvers) as NonEmptyArray<Function>;
+    schema = buildSchemaSync({
       resolvers,
       // type-graphql replaces the schema's directives with the list given: keep GraphQL's own
       // (@include, @skip, @deprecated, @specifiedBy), which every client framework uses.
@@ -37,12 +45,14 @@ export function gatewaySchema(): GraphQLSchema {
       emitSchemaFile: false,
       container: resolverContainer,
     });
-    bindRootResolversSynchronously(built, resolvers);
+    bindRootResolversSynchronously(schema, resolvers);
+    bindFieldResolversSynchronously(schema, resolvers);
+    built.set(modules, schema);
   }
-  return built;
+  return schema;
 }
 
 /** The SDL as checked in at schema/schema.graphql: with directive usages printed. */
-export function printGatewaySchema(schema: GraphQLSchema = gatewaySchema()): string {
+export function printGatewaySchema(schema: GraphQLSchema): string {
   return printSchemaWithDirectives(schema) + '\n';
 }

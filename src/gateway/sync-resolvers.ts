@@ -1,4 +1,4 @@
-import { isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import { isObjectType, type GraphQLField, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
 import { getMetadataStorage, type ContainerType } from 'type-graphql';
 
 /**
@@ -21,6 +21,11 @@ import { getMetadataStorage, type ContainerType } from 'type-graphql';
 type Resolver = GraphQLFieldResolver<unknown, Record<string, unknown>, Record<string, unknown>>;
 type ParamMetadata = NonNullable<ReturnType<typeof getMetadataStorage>['queries'][number]['params']>[number];
 type Binder = (root: unknown, args: Record<string, unknown>, context: unknown, info: unknown) => unknown;
+/** What a root-field and a field-resolver handler have in common (type-graphql's metadata). */
+type Handler = Pick<
+  ReturnType<typeof getMetadataStorage>['fieldResolvers'][number],
+  'middlewares' | 'roles' | 'params' | 'target' | 'methodName'
+>;
 
 /** Passed through from a binder when type-graphql must bind this call itself. */
 const FALLBACK: unique symbol = Symbol('type-graphql binds this call');
@@ -72,9 +77,17 @@ function binderOf(param: ParamMetadata): Binder | undefined {
     case 'info':
       return (_root, _args, _context, info) => info;
     case 'root': {
-      if (param.getType) return undefined;
       const property = param.propertyName;
-      return property ? (root) => (root as Record<string, unknown>)[property] : (root) => root;
+      const pick: Binder = property ? (root) => (root as Record<string, unknown>)[property] : (root) => root;
+      if (!param.getType) return pick;
+      // A typed @Root() is converted to that class unless it already is one (or null): the loaders
+      // and lists hand out rows with their entity's prototype, which pass through unchanged.
+      const type = param.getType();
+      if (typeof type !== 'function') return undefined;
+      return (root, args, context, info) => {
+        const value = pick(root, args, context, info);
+        return value === null || value === undefined || value instanceof type ? value : FALLBACK;
+      };
     }
     default:
       return undefined;
@@ -101,22 +114,54 @@ export function bindRootResolversSynchronously(
     const fields = type.getFields();
     for (const handler of handlers) {
       if (!included.has(handler.target)) continue;
-      const field = fields[handler.schemaName];
-      if (!field?.resolve) continue;
-      if ((handler.middlewares?.length ?? 0) > 0 || (handler.roles?.length ?? 0) > 0) continue;
-      const params = [...(handler.params ?? [])].sort((a, b) => a.index - b.index);
-      const binders = params.map(binderOf);
-      if (binders.some((b) => b === undefined)) continue;
-      field.resolve = fastResolver(
-        binders as Binder[],
-        resolverContainer.get(handler.target, undefined as never) as Record<string, unknown>,
-        handler.methodName,
-        field.resolve as Resolver,
-      );
-      rewritten++;
+      if (rebind(fields[handler.schemaName], handler)) rewritten++;
     }
   }
   return rewritten;
+}
+
+/**
+ * The same for the `@FieldResolver`s of resolver classes (a port call's `vessel`, `serviceOrders`
+ * …): type-graphql's handler resolver allocates its resolver data, runs the (empty) middleware
+ * chain and maps the parameters on every call, i.e. once per parent object of a list. The field of
+ * the object type the resolver class names is rewritten; subclasses of that type keep
+ * type-graphql's resolver. Same rules and same schema requirements as for the root fields.
+ */
+export function bindFieldResolversSynchronously(
+  schema: GraphQLSchema,
+  resolvers: readonly Function[], // eslint-disable-line @typescript-eslint/no-unsafe-function-type
+): number {
+  const storage = getMetadataStorage();
+  const included = new Set(resolvers);
+  let rewritten = 0;
+  for (const handler of storage.fieldResolvers) {
+    if (handler.kind !== 'external' || !included.has(handler.target) || !handler.getObjectType) continue;
+    const objectClass = handler.getObjectType();
+    const typeName = storage.objectTypes.find((o) => o.target === objectClass)?.name;
+    const type = typeName ? schema.getType(typeName) : undefined;
+    if (!isObjectType(type)) continue;
+    if (rebind(type.getFields()[handler.schemaName], handler)) rewritten++;
+  }
+  return rewritten;
+}
+
+/**
+ * Replaces the field's resolver with one that binds the handler's parameters synchronously; false
+ * (nothing changed) when the handler has middlewares or roles or a parameter we do not bind.
+ */
+function rebind(field: GraphQLField<unknown, unknown> | undefined, handler: Handler): boolean {
+  if (!field?.resolve) return false;
+  if ((handler.middlewares?.length ?? 0) > 0 || (handler.roles?.length ?? 0) > 0) return false;
+  const params = [...(handler.params ?? [])].sort((a, b) => a.index - b.index);
+  const binders = params.map(binderOf);
+  if (binders.some((b) => b === undefined)) return false;
+  field.resolve = fastResolver(
+    binders as Binder[],
+    resolverContainer.get(handler.target, undefined as never) as Record<string, unknown>,
+    handler.methodName,
+    field.resolve as Resolver,
+  );
+  return true;
 }
 
 function fastResolver(

@@ -11,7 +11,6 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -24,9 +23,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
 import { isPromise, type MaybePromise } from '../kernel/maybe-async.js';
-
-/** Events remembered with the trace that published them, so their webhook deliveries join it. */
-const MAX_REMEMBERED_EVENTS = 10_000;
+import { traceContextPropagator } from '../kernel/trace-context.js';
 
 interface KnexQuery {
   __knexQueryUid?: string;
@@ -42,9 +39,8 @@ interface KnexQuery {
  * that is how OpenTelemetry finds the active span across awaits.
  */
 export class Telemetry {
-  private readonly propagator = new W3CTraceContextPropagator();
+  private readonly propagator = traceContextPropagator;
   private readonly requests = new WeakMap<FastifyRequest, { span: Span; ctx: Context }>();
-  private readonly eventContexts = new Map<string, Context>();
 
   private constructor(
     readonly tracer: Tracer | undefined,
@@ -154,33 +150,22 @@ export class Telemetry {
     knex.on('query-error', (error: Error, query: KnexQuery) => finish(query, error));
   }
 
-  /** Remembers the active trace for events just published, for their webhook deliveries to continue. */
-  rememberEvents(ids: readonly string[]): void {
-    if (!this.tracer) return;
-    const active = context.active();
-    if (!trace.getSpan(active)) return;
-    for (const id of ids) {
-      if (this.eventContexts.size >= MAX_REMEMBERED_EVENTS) {
-        const oldest = this.eventContexts.keys().next().value;
-        if (oldest !== undefined) this.eventContexts.delete(oldest);
-      }
-      this.eventContexts.set(id, active);
-    }
-  }
-
   /**
-   * A client span for one webhook delivery attempt, child of the trace that published the event
-   * (when this process published it) and announced to the receiver as `traceparent`.
+   * A client span for one webhook delivery attempt, child of the span that staged the event — in
+   * this process or another: its `traceparent` is stored with the event (events/stage.ts) — and
+   * announced to the receiver as `traceparent`. An event staged untraced starts a trace of its own.
    */
   delivery<T>(
-    eventId: string,
+    event: { traceparent?: string | null },
     attributes: Record<string, string>,
     send: (traceHeaders: Record<string, string>) => Promise<T>,
     statusOf: (result: T) => number | null,
   ): Promise<T> {
     const tracer = this.tracer;
     if (!tracer) return send({});
-    const parent = this.eventContexts.get(eventId) ?? ROOT_CONTEXT;
+    const parent = event.traceparent
+      ? this.propagator.extract(ROOT_CONTEXT, { traceparent: event.traceparent }, defaultTextMapGetter)
+      : ROOT_CONTEXT;
     const span = tracer.startSpan('webhook delivery', { kind: SpanKind.CLIENT, attributes }, parent);
     const headers: Record<string, string> = {};
     this.propagator.inject(trace.setSpan(parent, span), headers, defaultTextMapSetter);

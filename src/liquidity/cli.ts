@@ -1,9 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import type { CliCommand } from '../kernel/cli-command.js';
+import type { CliCommand } from '../db/cli-command.js';
 import { badInput } from '../kernel/errors.js';
-import { ingestMetrics, type IngestFormat } from './ingest.js';
-import { importProtocols } from './protocols.js';
+import type { IngestFormat } from './ingest.js';
+import { noLiveEvents } from '../kernel/events.js';
+
+// The command table loads nothing heavy: each `run` imports what it needs (src/cli.ts).
 
 /** CSV or JSON, from --format or the file's extension. */
 function formatOf(file: string, option: unknown): IngestFormat {
@@ -33,10 +35,16 @@ export const liquidityCommands: CliCommand[] = [
       const format = formatOf(file, options.format);
       ctx.progress?.(`reading ${file}`);
       const text = await readFile(file, 'utf8');
+      const { ingestMetrics } = await import('./ingest.js');
       ctx.progress?.(`ingesting and scoring ${text.split('\n').length - 1} lines (one transaction)`);
-      const result = await ingestMetrics(ctx.db.em(), ctx.clock, text, format, {
-        replace: options.replace === true,
-      });
+      const result = await ingestMetrics(
+        { em: ctx.db.em(), clock: ctx.clock, events: noLiveEvents },
+        text,
+        format,
+        {
+          replace: options.replace === true,
+        },
+      );
       const summary = {
         file,
         rows: result.rows,
@@ -68,7 +76,12 @@ export const liquidityCommands: CliCommand[] = [
       if (action !== 'import') throw badInput('ACTION', `must be import (got '${action}')`);
       const format = formatOf(file, options.format);
       ctx.progress?.(`importing protocol profiles from ${file}`);
-      const result = await importProtocols(ctx.db.em(), ctx.clock, await readFile(file, 'utf8'), format);
+      const { importProtocols } = await import('./protocols.js');
+      const result = await importProtocols(
+        { em: ctx.db.em(), clock: ctx.clock },
+        await readFile(file, 'utf8'),
+        format,
+      );
       return {
         json: { file, ...result },
         text: `Imported ${file}: ${result.created} protocols created, ${result.updated} updated`,

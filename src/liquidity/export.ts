@@ -9,7 +9,7 @@ import { todayOf } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
 import { shapeBody } from '../gateway/rest-shape.js';
 import { LIQUIDITY_SHAPE } from './rest.js';
-import { readModelOf, type Published } from './read-model.js';
+import type { Published } from './read-model.js';
 import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';
 
 /**
@@ -147,7 +147,7 @@ export function registerExport(app: FastifyInstance, services: AppServices, oper
           format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/json; charset=utf-8',
         )
         .header('content-disposition', `attachment; filename="tidegate-liquidity-${date}.${format}"`);
-      const source = rows(em, await readModelOf(services).current(), scoring, services.clock.now());
+      const source = rows(em, await services.readModel.current(), scoring, services.clock.now());
       return reply.send(Readable.from(format === 'csv' ? csv(source) : json(source)));
     });
   }

@@ -3,7 +3,7 @@ import { todayOf, type Clock } from '../kernel/clock.js';
 import { conflictOnUnique } from '../db/errors.js';
 import { knexIn } from '../db/knex.js';
 import { badInput, conflict } from '../kernel/errors.js';
-import type { DomainEvent } from '../gateway/context.js';
+import type { DomainEvent } from '../kernel/events.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import {
   LiquidityDay,
@@ -28,6 +28,7 @@ import {
 import { FieldReader, failAt, readRecords, type FileFormat, type Locator } from './records.js';
 import { changing } from '../db/versions.js';
 import { daysBetween, inputsOf, insertDays, latestDays, shiftDate, termsOf } from './service.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /**
  * Daily-metrics ingestion: parse → validate every row (a bad file is rejected whole, naming the
@@ -148,8 +149,7 @@ interface Change {
 
 /** Validates and applies a whole file in one transaction; returns the staged events to publish after commit. */
 export async function ingestMetrics(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock, events: publisher }: ServiceDeps,
   text: string,
   format: IngestFormat,
   options: IngestOptions = {},
@@ -238,7 +238,7 @@ export async function ingestMetrics(
     const drafts = eventDrafts(changes);
     const alerts = await watchlistAlerts(tx, clock, changes);
     await tx.flush();
-    const events = stageEvents(tx, clock, [...drafts, ...alerts.drafts]);
+    const events = stageEvents(tx, { clock, events: publisher }, [...drafts, ...alerts.drafts]);
     await tx.flush();
     return {
       rows: rows.length,

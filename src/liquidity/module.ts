@@ -1,7 +1,5 @@
-import { eventBusOf } from '../events/bus.js';
 import type { DomainModule } from '../gateway/module.js';
 import { exportOpenApi, registerExport } from './export.js';
-import { LiquidityReadModel, readModelOf, releaseReadModel, setReadModel } from './read-model.js';
 import { LiquidityResolver } from './resolvers.js';
 import { liquidityRestRoutes } from './rest.js';
 import { seedLiquidityDemo } from './seed.js';
@@ -12,20 +10,11 @@ export const liquidityModule: DomainModule = {
   restRoutes: liquidityRestRoutes,
   openApi: exportOpenApi,
   start(services) {
-    setReadModel(
-      services,
-      new LiquidityReadModel(services.db, services.logger, services.config.readModelPollMs),
-    );
-  },
-  http(app, services, operations) {
-    // The event bus is installed by the events module, which starts after this one.
-    const model = readModelOf(services);
-    model.start(eventBusOf(services));
+    const model = services.readModel;
+    model.start(services.bus);
     services.metrics.observeReadModelVersion(() => model.servedVersion);
-    registerExport(app, services, operations);
+    return { stop: () => model.stop() };
   },
-  stop(services) {
-    releaseReadModel(services);
-  },
+  http: registerExport,
   seedDemo: seedLiquidityDemo,
 };

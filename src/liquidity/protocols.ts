@@ -17,6 +17,7 @@ import {
 } from './entities.js';
 import { SLUG, snakeCase } from './fields.js';
 import { FieldReader, readRecords, type FileFormat } from './records.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /**
  * Protocol onboarding: create and update profiles (admin), one validator for the GraphQL
@@ -346,8 +347,7 @@ function slugConflictAs409<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export async function createProtocol(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   actor: string,
   input: Record<string, unknown>,
 ): Promise<Protocol> {
@@ -356,8 +356,7 @@ export async function createProtocol(
 }
 
 export async function updateProtocol(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   actor: string,
   slug: string,
   input: Record<string, unknown>,
@@ -387,8 +386,7 @@ const SNAKE_FIELDS = new Map<string, string>(PROFILE_FIELDS.map((f) => [snakeCas
  * and applied in one transaction, so a bad file changes nothing.
  */
 export async function importProtocols(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   text: string,
   format: FileFormat,
 ): Promise<{ created: number; updated: number }> {

@@ -6,7 +6,8 @@ import type { Database } from '../db/orm.js';
 import { knexIn } from '../db/knex.js';
 import { findPlain } from '../db/plain.js';
 import { onChange, readVersion } from '../db/versions.js';
-import type { AppServices, DomainEvent } from '../gateway/context.js';
+import type {} from '../gateway/context.js';
+import type { DomainEvent } from '../kernel/events.js';
 import { FREQUENCY_DAYS, LiquidityDay, Protocol, ProtocolCategory, type LiquidityTier } from './entities.js';
 import { redemptionComponent, type Tier } from './engine/score.js';
 import { indices, INDEX_NAMES, type BacktestPair, type IndexCode } from './engine/series.js';
@@ -398,23 +399,13 @@ export class LiquidityReadModel {
   }
 }
 
-/**
- * Each gateway's read model, found by the resolvers and the export route through their services:
- * type-graphql builds the resolver instances, so they cannot take it as a constructor argument.
- */
-const models = new WeakMap<AppServices, LiquidityReadModel>();
-
-export function setReadModel(services: AppServices, model: LiquidityReadModel): void {
-  models.set(services, model);
-}
-
-export function readModelOf(services: AppServices): LiquidityReadModel {
-  const model = models.get(services);
-  if (!model) throw new Error('the liquidity module has not started');
-  return model;
-}
-
-export function releaseReadModel(services: AppServices): void {
-  models.get(services)?.stop();
-  models.delete(services);
+declare module '../gateway/context.js' {
+  interface AppServices {
+    /**
+     * The liquidity read model, made by the composition root (src/app.ts) and started by the
+     * liquidity module: resolvers and the export route read it through their context, because
+     * type-graphql builds the resolver instances and they cannot take it as a constructor argument.
+     */
+    readModel: LiquidityReadModel;
+  }
 }

@@ -22,7 +22,7 @@ import {
   updateProfile,
 } from './profiles.js';
 import { createProtocol, protocolChanges, updateProtocol } from './protocols.js';
-import { readModelOf, type Published } from './read-model.js';
+import type { Published } from './read-model.js';
 import * as liquidity from './service.js';
 import {
   Backtest,
@@ -114,7 +114,7 @@ function toProfile(p: ScoringProfile): ScoringProfileType {
 }
 
 function published(ctx: GatewayContext): Promise<Published> {
-  return readModelOf(ctx.services).current();
+  return ctx.services.readModel.current();
 }
 
 @Resolver()
@@ -262,7 +262,7 @@ export class LiquidityResolver {
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async watchlist(@Ctx() ctx: GatewayContext) {
-    return toWatchlist(await getWatchlist(ctx.em, requirePrincipal(ctx), ctx.services.clock));
+    return toWatchlist(await getWatchlist({ em: ctx.em, clock: ctx.services.clock }, requirePrincipal(ctx)));
   }
 
   @Query(() => WatchlistAlertConnection, {
@@ -283,7 +283,9 @@ export class LiquidityResolver {
     @Arg('input', () => WatchlistInputType) input: WatchlistInputType,
     @Ctx() ctx: GatewayContext,
   ) {
-    return toWatchlist(await updateWatchlist(ctx.em, requirePrincipal(ctx), ctx.services.clock, input));
+    return toWatchlist(
+      await updateWatchlist({ em: ctx.em, clock: ctx.services.clock }, requirePrincipal(ctx), input),
+    );
   }
 
   @Mutation(() => Boolean, { description: 'Removes a protocol from the watchlist.' })
@@ -359,7 +361,9 @@ export class LiquidityResolver {
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('admin')
   async createProtocol(@Arg('input', () => ProtocolInput) input: ProtocolInput, @Ctx() ctx: GatewayContext) {
-    return createProtocol(ctx.em, ctx.services.clock, actorOf(requirePrincipal(ctx)), { ...input });
+    return createProtocol({ em: ctx.em, clock: ctx.services.clock }, actorOf(requirePrincipal(ctx)), {
+      ...input,
+    });
   }
 
   @Mutation(() => Protocol, {
@@ -373,7 +377,9 @@ export class LiquidityResolver {
     @Arg('input', () => ProtocolInput) input: ProtocolInput,
     @Ctx() ctx: GatewayContext,
   ) {
-    return updateProtocol(ctx.em, ctx.services.clock, actorOf(requirePrincipal(ctx)), slug, { ...input });
+    return updateProtocol({ em: ctx.em, clock: ctx.services.clock }, actorOf(requirePrincipal(ctx)), slug, {
+      ...input,
+    });
   }
 
   @Query(() => [ProtocolChangeType], {
@@ -389,6 +395,9 @@ export class LiquidityResolver {
   @Mutation(() => IngestResultType, {
     description: 'Ingests daily metrics (CSV or JSON text); the same service as `tidegate liquidity ingest`.',
   })
+  // Its work grows with its text (bounded by the 1 MiB body limit): parse, validate, re-score and
+  // rebuild the read model. Priced like a prediction, so one operation holds at most a few ingests.
+  @Cost(4000)
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('admin')
   async ingestLiquidityMetrics(
@@ -402,7 +411,12 @@ export class LiquidityResolver {
     replace: boolean,
     @Ctx() ctx: GatewayContext,
   ) {
-    const result = await ingestMetrics(ctx.em, ctx.services.clock, data, format, { replace });
+    const result = await ingestMetrics(
+      { em: ctx.em, clock: ctx.services.clock, events: ctx.services.events },
+      data,
+      format,
+      { replace },
+    );
     await ctx.services.events.publish(result.events);
     return { ...result, events: result.events.length };
   }

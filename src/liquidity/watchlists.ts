@@ -6,6 +6,7 @@ import type { Page } from '../gateway/connection.js';
 import { Protocol, Watchlist, WatchlistAlert, WatchlistItem } from './entities.js';
 import { badField } from './fields.js';
 import { protocolBySlug } from './service.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /** One watchlist per account, created on first change; reading before then shows the defaults. */
 
@@ -32,9 +33,8 @@ function draft(accountId: string, clock: Clock): Watchlist {
 }
 
 export async function getWatchlist(
-  em: EntityManager,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   principal: Principal,
-  clock: Clock,
 ): Promise<WatchlistView> {
   const stored = await em.findOne(Watchlist, { accountId: principal.accountId });
   if (!stored) return { watchlist: draft(principal.accountId, clock), persisted: false, protocols: [] };
@@ -60,9 +60,8 @@ function threshold(field: string, value: number | null | undefined, max: number)
 
 /** Adds protocols and/or changes the alert configuration; unknown slugs fail the whole call. */
 export async function updateWatchlist(
-  em: EntityManager,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   principal: Principal,
-  clock: Clock,
   input: WatchlistInput,
 ): Promise<WatchlistView> {
   const score = threshold('scoreChangeThreshold', input.scoreChangeThreshold, 100);
@@ -99,7 +98,7 @@ export async function updateWatchlist(
       );
     }
   });
-  return getWatchlist(em, principal, clock);
+  return getWatchlist({ em, clock }, principal);
 }
 
 /** Removes one protocol; 404 when it is not on the watchlist. */

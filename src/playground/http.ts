@@ -193,7 +193,7 @@ export async function registerPlayground(
     });
     scope.get('/playground/session', async (request, reply) => {
       reply.header('cache-control', 'no-store');
-      const signedIn = await currentSession(services.db.em(), services.clock, request);
+      const signedIn = await currentSession({ em: services.db.em(), clock: services.clock }, request);
       if (!signedIn) return { signedIn: false, signInUrl: SIGN_IN_URL };
       return {
         signedIn: true,
@@ -206,7 +206,7 @@ export async function registerPlayground(
     scope.post('/playground/sandbox-keys', async (request, reply) => {
       reply.header('cache-control', 'no-store');
       const em = services.db.em();
-      const signedIn = await currentSession(em, services.clock, request);
+      const signedIn = await currentSession({ em, clock: services.clock }, request);
       if (!signedIn)
         throw new AppError(
           'UNAUTHENTICATED',
@@ -217,8 +217,7 @@ export async function registerPlayground(
           field: 'X-CSRF-Token',
         });
       const { secret, key, sandbox } = await createSandboxKey(
-        em,
-        services.clock,
+        { em, clock: services.clock },
         services.config,
         signedIn.user.account,
         signedIn.user.email,

@@ -1,12 +1,11 @@
-import type { EntityManager } from '@mikro-orm/knex';
 import { Account, ApiKey } from '../accounts/entities.js';
 import { createApiKey } from '../accounts/service.js';
 import type { Config } from '../config.js';
 import { isUniqueViolation } from '../db/errors.js';
-import type { Clock } from '../kernel/clock.js';
 import { AppError, conflict } from '../kernel/errors.js';
 import { ALL_SCOPES, type Scope } from '../kernel/scopes.js';
 import { seedPortOpsSandbox } from '../port-ops/seed.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /**
  * Sandbox keys: what the playground hands a signed-in user in one click.
@@ -37,7 +36,10 @@ export interface SandboxKey {
 }
 
 /** The sandbox account of a real account, created (with its demo data) on first use. */
-export async function sandboxAccountOf(em: EntityManager, clock: Clock, owner: Account): Promise<Account> {
+export async function sandboxAccountOf(
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  owner: Account,
+): Promise<Account> {
   const existing = await em.findOne(Account, { sandboxOf: owner.id });
   if (existing) return existing;
   try {
@@ -50,7 +52,7 @@ export async function sandboxAccountOf(em: EntityManager, clock: Clock, owner: A
       });
       // Written first: the demo rows reference it by a plain id, so the ORM cannot order them.
       await tx.persistAndFlush(sandbox);
-      await seedPortOpsSandbox(tx, clock, sandbox.id);
+      await seedPortOpsSandbox({ em: tx, clock }, sandbox.id);
       return sandbox;
     });
   } catch (e) {
@@ -61,19 +63,17 @@ export async function sandboxAccountOf(em: EntityManager, clock: Clock, owner: A
 }
 
 export async function createSandboxKey(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   config: Pick<Config, 'sandboxKeyTtlMs' | 'sandboxMaxActiveKeys'>,
   owner: Account,
   userEmail: string,
 ): Promise<SandboxKey> {
-  const sandbox = await sandboxAccountOf(em, clock, owner);
+  const sandbox = await sandboxAccountOf({ em, clock }, owner);
   // Expired sandbox keys can never work again: drop them rather than keep a row per click forever.
   await em.nativeDelete(ApiKey, { account: sandbox.id, expiresAt: { $lte: clock.now() } });
   try {
     const { key, secret } = await createApiKey(
-      em,
-      clock,
+      { em, clock },
       { maxActiveKeys: config.sandboxMaxActiveKeys, rotationGraceMs: 0 },
       {
         accountId: sandbox.id,

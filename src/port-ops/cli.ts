@@ -1,7 +1,8 @@
-import type { CliCommand, CliOptionValue } from '../kernel/cli-command.js';
+import type { CliCommand, CliOptionValue } from '../db/cli-command.js';
 import { badInput } from '../kernel/errors.js';
-import { VesselType } from './entities.js';
-import { createPort, createVessel } from './service.js';
+import type { VesselType } from './entities.js';
+
+// The command table loads nothing heavy: each `run` imports what it needs (src/cli.ts).
 
 /** Shared reference data (vessels, ports) is admin-only over the API; operators add it here too. */
 
@@ -32,15 +33,19 @@ export const portOpsCommands: CliCommand[] = [
       built: { description: 'Year built', type: 'string', required: true },
     },
     async run({ db, clock }, { options }) {
-      const vessel = await createVessel(db.em(), clock, {
-        imo: text(options, 'imo'),
-        name: text(options, 'name'),
-        flag: text(options, 'flag'),
-        type: text(options, 'type') as VesselType,
-        grossTonnage: integer(options, 'gt'),
-        deadweight: integer(options, 'dwt'),
-        yearBuilt: integer(options, 'built'),
-      });
+      const { createVessel } = await import('./service.js');
+      const vessel = await createVessel(
+        { em: db.em(), clock },
+        {
+          imo: text(options, 'imo'),
+          name: text(options, 'name'),
+          flag: text(options, 'flag'),
+          type: text(options, 'type') as VesselType,
+          grossTonnage: integer(options, 'gt'),
+          deadweight: integer(options, 'dwt'),
+          yearBuilt: integer(options, 'built'),
+        },
+      );
       const { createdAt: _createdAt, ...json } = vessel;
       return { json, text: `Added vessel ${vessel.name} (IMO ${vessel.imo}), id ${vessel.id}` };
     },
@@ -55,11 +60,15 @@ export const portOpsCommands: CliCommand[] = [
       'time-zone': { description: 'IANA time zone, e.g. Asia/Singapore', type: 'string', required: true },
     },
     async run({ db, clock }, { options }) {
-      const port = await createPort(db.em(), clock, {
-        locode: text(options, 'locode'),
-        name: text(options, 'name'),
-        timeZone: text(options, 'time-zone'),
-      });
+      const { createPort } = await import('./service.js');
+      const port = await createPort(
+        { em: db.em(), clock },
+        {
+          locode: text(options, 'locode'),
+          name: text(options, 'name'),
+          timeZone: text(options, 'time-zone'),
+        },
+      );
       const { createdAt: _createdAt, ...json } = port;
       return { json, text: `Added port ${port.locode} ${port.name} (${port.timeZone}), id ${port.id}` };
     },

@@ -9,20 +9,15 @@ import {
 } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
 import { preparedPage } from '../db/prepared.js';
-import type { EventPublisher } from '../gateway/context.js';
 import type { Page } from '../gateway/connection.js';
-import type { Clock } from '../kernel/clock.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
 import { isAdmin, type Principal } from '../kernel/principal.js';
 import { PortCall, StatusChange, type StatusSubject } from './entities.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
-/** What a port-ops service needs from the outside world: the unit of work, time, and the live bus. */
-export interface Deps {
-  em: EntityManager;
-  clock: Clock;
-  events: EventPublisher;
-}
+/** What a port-ops service needs from the outside world: the one shape of every domain service. */
+export type Deps = ServiceDeps;
 
 /** Runs a change in one transaction with its staged events, then publishes them after commit. */
 export async function commit<T>(
@@ -31,7 +26,7 @@ export async function commit<T>(
 ): Promise<T> {
   const { result, events } = await deps.em.transactional(async (tx) => {
     const { result, drafts } = await change(tx);
-    return { result, events: stageEvents(tx, deps.clock, drafts) };
+    return { result, events: stageEvents(tx, deps, drafts) };
   });
   await deps.events.publish(events);
   return result;

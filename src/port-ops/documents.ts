@@ -7,7 +7,9 @@ import { finished } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/connection.js';
-import type { AppServices } from '../gateway/context.js';
+import type {} from '../gateway/context.js';
+import type { Config } from '../config.js';
+import type { SecretBox } from '../kernel/secret-box.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
 import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
 import { isUuid, requireUuid } from '../kernel/ids.js';
@@ -330,7 +332,7 @@ export async function createDocument(
           usedAt: now,
         });
       } else tx.persist(document);
-      const events = stageEvents(tx, deps.clock, [
+      const events = stageEvents(tx, deps, [
         {
           type: 'document.uploaded',
           accountId: meta.accountId,
@@ -427,21 +429,19 @@ function sign(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body).digest('base64url');
 }
 
-const uploadSecrets = new WeakMap<AppServices, string>();
-
-/**
- * The HMAC key of upload URLs: DOCUMENT_UPLOAD_SECRET, else derived from the master key (same in
- * every process). Worked out once per services object, not on every URL and PUT.
- */
-export function uploadSecret(services: AppServices): string {
-  let secret = uploadSecrets.get(services);
-  if (secret === undefined) {
-    secret =
-      services.config.documentUploadSecret ??
-      services.secrets.derive('tidegate/document-upload').toString('base64url');
-    uploadSecrets.set(services, secret);
+declare module '../gateway/context.js' {
+  interface AppServices {
+    /** The HMAC key of upload URLs (`uploadSecretOf`), worked out once by the composition root. */
+    documentUploadSecret: string;
   }
-  return secret;
+}
+
+/** The HMAC key of upload URLs: DOCUMENT_UPLOAD_SECRET, else derived from the master key (same in every process). */
+export function uploadSecretOf(
+  config: Pick<Config, 'documentUploadSecret'>,
+  secrets: Pick<SecretBox, 'derive'>,
+): string {
+  return config.documentUploadSecret ?? secrets.derive('tidegate/document-upload').toString('base64url');
 }
 
 /** `<base64url(claims)>.<HMAC-SHA256>`: the URL itself is the credential, once, for 15 minutes, for this one target. */

@@ -106,7 +106,10 @@ export enum StatusSubject {
   INVOICE = 'INVOICE',
 }
 
-@ObjectType({ description: 'A ship, identified by its IMO number. Shared reference data.' })
+@ObjectType({
+  simpleResolvers: true,
+  description: 'A ship, identified by its IMO number. Shared reference data.',
+})
 @Entity({ tableName: 'vessels' })
 export class Vessel {
   @Field(() => ID)
@@ -145,7 +148,10 @@ export class Vessel {
   createdAt!: Date;
 }
 
-@ObjectType({ description: 'A port, identified by its UN/LOCODE. Shared reference data.' })
+@ObjectType({
+  simpleResolvers: true,
+  description: 'A port, identified by its UN/LOCODE. Shared reference data.',
+})
 @Entity({ tableName: 'ports' })
 export class Port {
   @Field(() => ID)
@@ -174,7 +180,7 @@ export class Port {
   createdAt!: Date;
 }
 
-@ObjectType({ description: "A vessel's visit to a port." })
+@ObjectType({ simpleResolvers: true, description: "A vessel's visit to a port." })
 @Entity({ tableName: 'port_calls' })
 @Index({ properties: ['accountId', 'eta'] })
 @Index({ properties: ['accountId', 'status', 'eta'] })
@@ -241,7 +247,7 @@ export class PortCall {
   updatedAt!: Date;
 }
 
-@ObjectType({ description: 'One recorded status transition, with when and who.' })
+@ObjectType({ simpleResolvers: true, description: 'One recorded status transition, with when and who.' })
 @Entity({ tableName: 'status_changes' })
 @Index({ properties: ['subjectType', 'subjectId', 'recordedAt'] })
 export class StatusChange {
@@ -279,7 +285,10 @@ export class StatusChange {
   recordedAt!: Date;
 }
 
-@ObjectType({ description: 'A supplier of port services (bunker supplier, towage company, chandler …).' })
+@ObjectType({
+  simpleResolvers: true,
+  description: 'A supplier of port services (bunker supplier, towage company, chandler …).',
+})
 @Entity({ tableName: 'vendors' })
 @Index({ properties: ['accountId', 'name'] })
 export class Vendor {
@@ -319,7 +328,7 @@ export class Vendor {
   createdAt!: Date;
 }
 
-@ObjectType({ description: 'A service ordered from a vendor for a port call.' })
+@ObjectType({ simpleResolvers: true, description: 'A service ordered from a vendor for a port call.' })
 @Entity({ tableName: 'service_orders' })
 @Index({ properties: ['portCallId'] })
 @Index({ properties: ['accountId', 'status'] })
@@ -374,7 +383,10 @@ export class ServiceOrder {
   updatedAt!: Date;
 }
 
-@ObjectType({ description: 'One invoice line. Amounts are decimal strings computed on the server.' })
+@ObjectType({
+  simpleResolvers: true,
+  description: 'One invoice line. Amounts are decimal strings computed on the server.',
+})
 export class InvoiceLine {
   @Field(() => String)
   description!: string;
@@ -393,7 +405,10 @@ export class InvoiceLine {
 }
 
 @RequiresScopes('read:invoices')
-@ObjectType({ description: "A vendor's invoice. Money is a decimal string plus an ISO-4217 currency." })
+@ObjectType({
+  simpleResolvers: true,
+  description: "A vendor's invoice. Money is a decimal string plus an ISO-4217 currency.",
+})
 @Entity({ tableName: 'invoices' })
 @Index({ properties: ['accountId', 'status'] })
 @Index({ properties: ['vendorId'] })
@@ -465,6 +480,7 @@ export class Invoice {
 
 @RequiresScopes('read:documents')
 @ObjectType({
+  simpleResolvers: true,
   description:
     'A stored file (bunker delivery note, certificate …) attached to a port call, service order or vessel.',
 })

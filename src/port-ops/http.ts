@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
+import { loggableUrl } from '../gateway/edge.js';
 import type { AppServices } from '../gateway/context.js';
 import type { Operations } from '../gateway/operation.js';
 import type { DescribedRoute } from '../gateway/openapi.js';
@@ -15,7 +16,6 @@ import {
   creatorPrincipal,
   prepareDocument,
   storeContent,
-  uploadSecret,
   verifyUpload,
   type DocumentMetaInput,
 } from './documents.js';
@@ -30,11 +30,11 @@ const UPLOAD_AUDIT = { audit: 'POST /v1/documents' };
 /** The schema field whose access rule and budget document uploads apply. */
 const UPLOAD_FIELD = 'Mutation.createDocumentUpload';
 
-/** Fastify's request log entry with the query string's `token` value replaced. */
+/** Fastify's request log entry with credentials in the query string (the upload `token`) replaced. */
 function redactedRequest(request: FastifyRequest): Record<string, unknown> {
   return {
     method: request.method,
-    url: request.url.replace(/([?&]token=)[^&#]*/g, '$1[REDACTED]'),
+    url: loggableUrl(request.url),
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
@@ -108,7 +108,7 @@ export async function registerDocumentRoutes(
         async (request, reply) => {
           // The signed URL is the credential: createDocumentUpload already applied write:documents.
           const claims = verifyUpload(
-            uploadSecret(services),
+            services.documentUploadSecret,
             String((request.query as { token?: string }).token ?? ''),
             services.clock.now(),
           );

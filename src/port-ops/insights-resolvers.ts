@@ -295,8 +295,7 @@ export class InsightsResolver {
       Promise.all(accounts.map(() => loadHistory(em, principal, ctx.services.clock.now()))),
     );
     const prediction = await predictPortCall(
-      ctx.em,
-      ctx.services.clock,
+      { em: ctx.em, clock: ctx.services.clock },
       principal,
       portCallId,
       ctx.deadline,
@@ -319,8 +318,7 @@ export class InsightsResolver {
     @Ctx() ctx: GatewayContext,
   ): Promise<BunkerForecast[]> {
     return bunkerDemandForecast(
-      ctx.em,
-      ctx.services.clock,
+      { em: ctx.em, clock: ctx.services.clock },
       requirePrincipal(ctx),
       {
         portLocode,

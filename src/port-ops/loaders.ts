@@ -25,6 +25,25 @@ function groupBy<T, K extends keyof T>(rows: T[], key: K, keys: readonly T[K][])
   return keys.map((k) => groups.get(k)!);
 }
 
+/**
+ * Oldest first, ties by id. The batches are sorted here, per parent, rather than by the database:
+ * an `in (…)` over several parents can only be ordered by sorting every row the batch reads (a
+ * temporary B-tree on SQLite), while the few rows of one parent usually come off the index
+ * (parent, time, id) already in order.
+ */
+function chronological<T extends { id: string }>(groups: T[][], at: (row: T) => Date): T[][] {
+  const order = (a: T, b: T) => at(a).getTime() - at(b).getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  for (const group of groups) {
+    for (let i = 1; i < group.length; i++) {
+      if (order(group[i - 1]!, group[i]!) > 0) {
+        group.sort(order);
+        break;
+      }
+    }
+  }
+  return groups;
+}
+
 const vesselById = byId(Vessel);
 const portById = byId(Port);
 const vendorById = byId(Vendor);
@@ -42,10 +61,9 @@ export const loadPortCall = (ctx: GatewayContext, id: string) =>
 export const loadServiceOrders = (ctx: GatewayContext, portCallId: string) =>
   ctx.loaders
     .get<string, ServiceOrder[]>('port-ops.serviceOrdersByCall', async (em, ids) =>
-      groupBy(
-        await preparedIn(em, ServiceOrder, 'portCallId', ids, { createdAt: 'asc', id: 'asc' }),
-        'portCallId',
-        ids,
+      chronological(
+        groupBy(await preparedIn(em, ServiceOrder, 'portCallId', ids), 'portCallId', ids),
+        (o) => o.createdAt,
       ),
     )
     .load(portCallId);
@@ -53,17 +71,9 @@ export const loadServiceOrders = (ctx: GatewayContext, portCallId: string) =>
 export const loadStatusHistory = (ctx: GatewayContext, subjectType: StatusSubject, subjectId: string) =>
   ctx.loaders
     .get<string, StatusChange[]>(`port-ops.history.${subjectType}`, async (em, ids) =>
-      groupBy(
-        await preparedIn(
-          em,
-          StatusChange,
-          'subjectId',
-          ids,
-          { recordedAt: 'asc', id: 'asc' },
-          { subjectType },
-        ),
-        'subjectId',
-        ids,
+      chronological(
+        groupBy(await preparedIn(em, StatusChange, 'subjectId', ids, {}, { subjectType }), 'subjectId', ids),
+        (c) => c.recordedAt,
       ),
     )
     .load(subjectId);

@@ -1,3 +1,4 @@
+import { PortOpsLiveResolver } from './subscriptions.js';
 import type { DomainModule } from '../gateway/module.js';
 import { documentsOpenApi, registerDocumentRoutes } from './http.js';
 import { InsightsResolver } from './insights-resolvers.js';
@@ -7,7 +8,7 @@ import { portOpsRestRoutes } from './rest.js';
 
 export const portOpsModule: DomainModule = {
   name: 'port-ops',
-  resolvers: [...portOpsResolvers, InsightsResolver],
+  resolvers: [...portOpsResolvers, InsightsResolver, PortOpsLiveResolver],
   restRoutes: portOpsRestRoutes,
   http: registerDocumentRoutes,
   openApi: documentsOpenApi,

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import { DAY, HOUR, type Clock } from '../kernel/clock.js';
+import { DAY, HOUR } from '../kernel/clock.js';
 import { findPlain } from '../db/plain.js';
 import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import { badInput, conflict } from '../kernel/errors.js';
@@ -17,6 +17,7 @@ import {
 import { periodKey, Period } from './analytics.js';
 import { portByLocode } from './service.js';
 import { HOURS, mean, quantile, round, sortNumbers, stdev } from './stats.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /*
  * Predictions are empirical, from the account's own history; see README "Predictions method".
@@ -338,8 +339,7 @@ interface HistoryRow {
 }
 
 export async function predictPortCall(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   principal: Principal,
   portCallId: string,
   deadline: Deadline = NO_DEADLINE,
@@ -422,8 +422,7 @@ export function forecastFrom(
 }
 
 export async function bunkerDemandForecast(
-  em: EntityManager,
-  clock: Clock,
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
   principal: Principal,
   input: { portLocode: string; fuelType?: string | null; months?: number | null },
   deadline: Deadline = NO_DEADLINE,

@@ -19,14 +19,7 @@ import { Connection } from '../gateway/connection.js';
 import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
 import { RequiresScopes } from '../gateway/directives.js';
 import { findOwnedOrNull, findPage, type Deps } from './common.js';
-import {
-  listDocuments,
-  prepareDocument,
-  signUpload,
-  uploadClaims,
-  uploadSecret,
-  UPLOAD_URL_TTL_MS,
-} from './documents.js';
+import { listDocuments, prepareDocument, signUpload, uploadClaims, UPLOAD_URL_TTL_MS } from './documents.js';
 import {
   AttachmentType,
   Document,
@@ -57,7 +50,6 @@ import {
 import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/paging.js';
 import * as ops from './service.js';
 import { parseImo, parseLocode } from './validation.js';
-import { findVesselByImo, forgetVessel } from './vessel-cache.js';
 
 const deps = (ctx: GatewayContext): Deps => ({
   em: ctx.em,
@@ -189,7 +181,7 @@ export class VesselResolver {
     @Arg('imo', () => String) imo: string,
     @Ctx() ctx: GatewayContext,
   ): Vessel | null | Promise<Vessel | null> {
-    return findVesselByImo(ctx.services, () => ctx.em, parseImo(imo));
+    return ctx.services.vessels.find(() => ctx.em, parseImo(imo));
   }
 
   @Query(() => VesselConnection, { description: 'Vessels by name.' })
@@ -205,8 +197,8 @@ export class VesselResolver {
     @Arg('input', () => VesselInput) input: VesselInput,
     @Ctx() ctx: GatewayContext,
   ): Promise<Vessel> {
-    const vessel = await ops.createVessel(ctx.em, ctx.services.clock, input);
-    forgetVessel(ctx.services, vessel.imo);
+    const vessel = await ops.createVessel({ em: ctx.em, clock: ctx.services.clock }, input);
+    ctx.services.vessels.forget(vessel.imo);
     return vessel;
   }
 }
@@ -232,7 +224,7 @@ export class PortResolver {
     @Arg('input', () => PortInput) input: PortInput,
     @Ctx() ctx: GatewayContext,
   ): Promise<Port> {
-    return ops.createPort(ctx.em, ctx.services.clock, input);
+    return ops.createPort({ em: ctx.em, clock: ctx.services.clock }, input);
   }
 }
 
@@ -621,7 +613,7 @@ export class DocumentResolver {
     const principal = requirePrincipal(ctx);
     const meta = await prepareDocument(ctx.em, principal, input);
     const expiresAt = new Date(ctx.services.clock.now().getTime() + UPLOAD_URL_TTL_MS);
-    const token = signUpload(uploadSecret(ctx.services), uploadClaims(principal, meta, expiresAt));
+    const token = signUpload(ctx.services.documentUploadSecret, uploadClaims(principal, meta, expiresAt));
     return {
       uploadUrl: `/v1/documents/uploads?token=${token}`,
       method: 'PUT',

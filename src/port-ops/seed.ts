@@ -22,6 +22,7 @@ import {
   type InvoiceLine,
 } from './entities.js';
 import { computeTotals } from './invoices.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 /** The account that owns the demo port-ops history: the one that also holds the admin user. */
 export const DEMO_PORT_OPS_ACCOUNT = 'Demo Institutional';
@@ -509,7 +510,10 @@ export async function seedPortOpsDemo(em: EntityManager, services: { clock: Cloc
  * without flushing, so it lands in the caller's transaction with the sandbox account itself.
  * Nothing is seeded when the shared reference data (ports, vessels) is absent.
  */
-export async function seedPortOpsSandbox(em: EntityManager, clock: Clock, accountId: string): Promise<void> {
+export async function seedPortOpsSandbox(
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  accountId: string,
+): Promise<void> {
   const ports = await em.find(
     Port,
     { locode: { $in: DEMO_PORTS.slice(0, 3).map((p) => p.locode) } },

@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/connection.js';
-import type { Clock } from '../kernel/clock.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { EventDraft } from '../events/stage.js';
@@ -37,6 +36,7 @@ import { parseServiceDetails } from './details.js';
 import { checkDate, parseDate } from '../kernel/dates.js';
 import { optionalText, parseEnum, requireText } from '../kernel/text.js';
 import { parseCountryCode, parseEmail, parseImo, parseLocode, parseTimeZone } from './validation.js';
+import type { ServiceDeps } from '../kernel/deps.js';
 
 // ---------------------------------------------------------------- reference data (admin-only writes)
 
@@ -50,7 +50,10 @@ export interface VesselInput {
   yearBuilt: number;
 }
 
-export async function createVessel(em: EntityManager, clock: Clock, input: VesselInput): Promise<Vessel> {
+export async function createVessel(
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  input: VesselInput,
+): Promise<Vessel> {
   const imo = parseImo(input.imo);
   const values = {
     imo,
@@ -85,7 +88,10 @@ export interface PortInput {
   timeZone: string;
 }
 
-export async function createPort(em: EntityManager, clock: Clock, input: PortInput): Promise<Port> {
+export async function createPort(
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  input: PortInput,
+): Promise<Port> {
   const locode = parseLocode(input.locode, 'locode');
   const values = {
     locode,
@@ -438,9 +444,10 @@ export async function listPortCalls(
       ...(filter.etaTo ? { $lt: checkDate(filter.etaTo, 'etaTo') } : {}),
     };
   }
-  // Upcoming calls first for SCHEDULED; otherwise most recent first. The id breaks ties so pages are stable.
+  // Upcoming calls first for SCHEDULED; otherwise most recent first. The id breaks ties so pages are
+  // stable, in the same direction, so one index (…, eta, id) serves both orders.
   const direction = filter.status === PortCallStatus.SCHEDULED ? 'asc' : 'desc';
-  return findPage(em, PortCall, where, { eta: direction, id: 'asc' }, page);
+  return findPage(em, PortCall, where, { eta: direction, id: direction }, page);
 }
 
 // ---------------------------------------------------------------- vendors
@@ -704,5 +711,6 @@ export async function listServiceOrders(
     where.vendorId = (await findOwned(em, Vendor, 'Vendor', principal, filter.vendorId)).id;
   if (filter.status) where.status = parseEnum(ServiceOrderStatus, filter.status, 'status');
   if (filter.serviceType) where.serviceType = parseEnum(ServiceType, filter.serviceType, 'serviceType');
-  return findPage(em, ServiceOrder, where, { createdAt: 'desc', id: 'asc' }, page);
+  // Newest first; ties by id in the same direction, so the (…, created_at, id) index serves it backwards.
+  return findPage(em, ServiceOrder, where, { createdAt: 'desc', id: 'desc' }, page);
 }

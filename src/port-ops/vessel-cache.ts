@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { AppServices } from '../gateway/context.js';
+import type {} from '../gateway/context.js';
+import type { Clock } from '../kernel/clock.js';
 import { TtlCache } from '../kernel/ttl-cache.js';
 import { Vessel } from './entities.js';
 
@@ -12,17 +13,6 @@ import { Vessel } from './entities.js';
  */
 export const VESSEL_CACHE_TTL_MS = 60_000;
 const MAX_ENTRIES = 20_000;
-
-const caches = new WeakMap<AppServices, TtlCache<string, Vessel | null>>();
-
-function cacheOf(services: AppServices): TtlCache<string, Vessel | null> {
-  let cache = caches.get(services);
-  if (!cache) {
-    cache = new TtlCache(VESSEL_CACHE_TTL_MS, MAX_ENTRIES, services.clock);
-    caches.set(services, cache);
-  }
-  return cache;
-}
 
 /** A detached copy: cached values must not hold on to (or be changed through) a request's EntityManager. */
 function snapshot(vessel: Vessel): Vessel {
@@ -41,26 +31,36 @@ function snapshot(vessel: Vessel): Vessel {
   return copy;
 }
 
-/**
- * The vessel with this (already validated) IMO, or null. `em` is asked for only on a miss: a
- * request's EntityManager is forked lazily, and a cache hit should not pay for the fork. A hit is
- * returned synchronously, so a lookup served from the cache executes without a promise.
- */
-export function findVesselByImo(
-  services: AppServices,
-  em: () => EntityManager,
-  imo: string,
-): Vessel | null | Promise<Vessel | null> {
-  const cache = cacheOf(services);
-  const hit = cache.get(imo);
-  if (hit !== undefined) return hit;
-  return cache.getOrLoad(imo, async () => {
-    const vessel = await em().findOne(Vessel, { imo });
-    return vessel ? snapshot(vessel) : null;
-  });
+declare module '../gateway/context.js' {
+  interface AppServices {
+    /** Vessels by IMO (made by the composition root, one per app). */
+    vessels: VesselCache;
+  }
 }
 
-/** Called after a vessel is written through this process. */
-export function forgetVessel(services: AppServices, imo: string): void {
-  cacheOf(services).delete(imo);
+export class VesselCache {
+  private readonly cache: TtlCache<string, Vessel | null>;
+
+  constructor(clock: Clock) {
+    this.cache = new TtlCache(VESSEL_CACHE_TTL_MS, MAX_ENTRIES, clock);
+  }
+
+  /**
+   * The vessel with this (already validated) IMO, or null. `em` is asked for only on a miss: a
+   * request's EntityManager is forked lazily, and a cache hit should not pay for the fork. A hit is
+   * returned synchronously, so a lookup served from the cache executes without a promise.
+   */
+  find(em: () => EntityManager, imo: string): Vessel | null | Promise<Vessel | null> {
+    const hit = this.cache.get(imo);
+    if (hit !== undefined) return hit;
+    return this.cache.getOrLoad(imo, async () => {
+      const vessel = await em().findOne(Vessel, { imo });
+      return vessel ? snapshot(vessel) : null;
+    });
+  }
+
+  /** Called after a vessel is written through this process. */
+  forget(imo: string): void {
+    this.cache.delete(imo);
+  }
 }

@@ -22,7 +22,10 @@ describeEachDialect('API keys', (dialect) => {
   const em = () => server.database.db.em();
 
   it('are tg_ + at least 32 random bytes, stored only as a SHA-256 hash', async () => {
-    const { key, secret } = await createApiKey(em(), clock, policy, { accountId, scopes: 'read:vessels' });
+    const { key, secret } = await createApiKey({ em: em(), clock }, policy, {
+      accountId,
+      scopes: 'read:vessels',
+    });
     expect(secret).toMatch(/^tg_[A-Za-z0-9_-]{43,}$/);
     const rows = await server.database.db.orm.em
       .getConnection()
@@ -35,9 +38,9 @@ describeEachDialect('API keys', (dialect) => {
   });
 
   it('a revoked key gets 401 at once (this process evicts its cache)', async () => {
-    const { key, secret } = await createApiKey(em(), clock, policy, { accountId });
+    const { key, secret } = await createApiKey({ em: em(), clock }, policy, { accountId });
     expect((await rest(server.url, LOOKUP, { key: secret })).status).toBe(200);
-    await revokeApiKey(em(), clock, key.id);
+    await revokeApiKey({ em: em(), clock }, key.id);
     server.app.services.credentials.invalidateKey(key.id);
     const res = await rest(server.url, LOOKUP, { key: secret });
     expect(res.status).toBe(401);
@@ -45,7 +48,7 @@ describeEachDialect('API keys', (dialect) => {
   });
 
   it('an expired key gets 401', async () => {
-    const { secret } = await createApiKey(em(), clock, policy, {
+    const { secret } = await createApiKey({ em: em(), clock }, policy, {
       accountId,
       expiresAt: new Date(clock.now().getTime() + HOUR),
     });
@@ -56,11 +59,11 @@ describeEachDialect('API keys', (dialect) => {
 
   it('allows at most 5 active keys per account, with a clear 409 and nothing written', async () => {
     const { createAccount } = await import('../../src/accounts/service.js');
-    const account = await createAccount(em(), clock, { name: 'Limits Ltd', plan: 'ANALYST' });
-    for (let i = 0; i < 5; i++) await createApiKey(em(), clock, policy, { accountId: account.id });
+    const account = await createAccount({ em: em(), clock }, { name: 'Limits Ltd', plan: 'ANALYST' });
+    for (let i = 0; i < 5; i++) await createApiKey({ em: em(), clock }, policy, { accountId: account.id });
     const before = await em().count(ApiKey, { account: account.id });
     try {
-      await createApiKey(em(), clock, policy, { accountId: account.id });
+      await createApiKey({ em: em(), clock }, policy, { accountId: account.id });
       expect.unreachable();
     } catch (e) {
       expect(isAppError(e) && e.code).toBe('CONFLICT');
@@ -70,12 +73,12 @@ describeEachDialect('API keys', (dialect) => {
   });
 
   it('rotation issues a new key and keeps the old one valid for 24 hours', async () => {
-    const { key, secret: oldSecret } = await createApiKey(em(), clock, policy, {
+    const { key, secret: oldSecret } = await createApiKey({ em: em(), clock }, policy, {
       accountId,
       scopes: 'read:vessels read:port_calls',
       name: 'deploy',
     });
-    const rotated = await rotateApiKey(em(), clock, policy, key.id);
+    const rotated = await rotateApiKey({ em: em(), clock }, policy, key.id);
     expect(rotated.key.scopes).toEqual(['read:port_calls', 'read:vessels']);
     expect(rotated.key.name).toBe('deploy');
     expect(rotated.previous.expiresAt!.getTime()).toBe(clock.now().getTime() + 24 * HOUR);
@@ -89,8 +92,7 @@ describeEachDialect('API keys', (dialect) => {
   it('rotates a key once: the successor keeps the original expiry, a second rotation is refused', async () => {
     const expiresAt = new Date(clock.now().getTime() + 10 * DAY);
     const { key } = await createApiKey(
-      em(),
-      clock,
+      { em: em(), clock },
       { ...policy, maxActiveKeys: 100 },
       {
         accountId,
@@ -98,27 +100,27 @@ describeEachDialect('API keys', (dialect) => {
         name: 'ci',
       },
     );
-    const first = await rotateApiKey(em(), clock, policy, key.id);
+    const first = await rotateApiKey({ em: em(), clock }, policy, key.id);
     expect(first.key.expiresAt!.getTime()).toBe(expiresAt.getTime());
     expect(first.previous.expiresAt!.getTime()).toBe(clock.now().getTime() + 24 * HOUR);
 
     const before = await em().count(ApiKey, {});
-    await expect(rotateApiKey(em(), clock, policy, key.id)).rejects.toThrow(
+    await expect(rotateApiKey({ em: em(), clock }, policy, key.id)).rejects.toThrow(
       `API key ${key.id} was already rotated; rotate its successor ${first.key.id} instead`,
     );
     expect(await em().count(ApiKey, {})).toBe(before);
     // The successor itself can be rotated, and its successor inherits the same original expiry.
-    const second = await rotateApiKey(em(), clock, policy, first.key.id);
+    const second = await rotateApiKey({ em: em(), clock }, policy, first.key.id);
     expect(second.key.expiresAt!.getTime()).toBe(expiresAt.getTime());
   });
 
   it('two concurrent rotations of one key give one successor', async () => {
     const { createAccount } = await import('../../src/accounts/service.js');
-    const account = await createAccount(em(), clock, { name: `Race ${dialect}`, plan: 'ANALYST' });
-    const { key } = await createApiKey(em(), clock, policy, { accountId: account.id, name: 'race' });
+    const account = await createAccount({ em: em(), clock }, { name: `Race ${dialect}`, plan: 'ANALYST' });
+    const { key } = await createApiKey({ em: em(), clock }, policy, { accountId: account.id, name: 'race' });
     const results = await Promise.allSettled([
-      rotateApiKey(em(), clock, policy, key.id),
-      rotateApiKey(em(), clock, policy, key.id),
+      rotateApiKey({ em: em(), clock }, policy, key.id),
+      rotateApiKey({ em: em(), clock }, policy, key.id),
     ]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     const refused = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
@@ -128,8 +130,8 @@ describeEachDialect('API keys', (dialect) => {
 
   it('records when each key was last used, per key', async () => {
     const roomy = { ...policy, maxActiveKeys: 100 };
-    const first = await createApiKey(em(), clock, roomy, { accountId, name: 'first' });
-    const second = await createApiKey(em(), clock, roomy, { accountId, name: 'second' });
+    const first = await createApiKey({ em: em(), clock }, roomy, { accountId, name: 'first' });
+    const second = await createApiKey({ em: em(), clock }, roomy, { accountId, name: 'second' });
     const firstUse = clock.now().getTime();
     await rest(server.url, LOOKUP, { key: first.secret });
     clock.advance(HOUR);
@@ -150,7 +152,7 @@ describeEachDialect('API keys', (dialect) => {
     ];
     for (const [input, message] of attempts) {
       const before = await em().count(ApiKey, {});
-      await expect(createApiKey(em(), clock, policy, input as never)).rejects.toThrow(message);
+      await expect(createApiKey({ em: em(), clock }, policy, input as never)).rejects.toThrow(message);
       expect(await em().count(ApiKey, {})).toBe(before);
     }
   });

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OAuthClient, RefreshToken } from '../../src/auth/entities.js';
-import type { DomainEvent } from '../../src/gateway/context.js';
-import { authRuntimeOf } from '../../src/auth/module.js';
+import type { DomainEvent } from '../../src/kernel/events.js';
 import { DAY, HOUR, ManualClock, SECOND } from '../../src/kernel/clock.js';
 import type { Json, TestServer } from '../helpers/server.js';
 import {
@@ -30,7 +29,8 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
       clock,
       env: { AUTH_CLIENT_MAX_FAILURES: '1000', AUTH_DENYLIST_REFRESH: '1s' },
     });
-    server.app.services.events = { publish: async (events) => void published.push(...events) };
+    // A test double for the publisher: what the authorization server publishes after its commits.
+    server.app.services.events = { live: true, publish: async (events) => void published.push(...events) };
     user = await createAnalystUser(server, clock);
     client = await registerClient(server, clock, {
       accountId: user.accountId,
@@ -486,7 +486,7 @@ describe('housekeeping', () => {
       const user = await createAnalystUser(server, clock);
       const client = await registerClient(server, clock, { accountId: user.accountId });
       await exchangeCode(server, user, client);
-      const runtime = authRuntimeOf(server.app.services)!;
+      const runtime = server.app.auth;
       await runtime.purgeExpired(new Date(clock.now().getTime() + HOUR + SECOND));
       expect(await tokenRows(server)).toMatchObject({ access: 0, refresh: 1, codes: 1 });
       await runtime.purgeExpired(new Date(clock.now().getTime() + 31 * DAY));

@@ -39,12 +39,15 @@ export async function createAnalystUser(
   email = 'ana@example.com',
 ) {
   const accountId = server.demo.accounts.find((a) => a.plan === 'ANALYST')!.accountId;
-  const user = await createUser(server.database.db.em(), clock as ManualClock, {
-    accountId,
-    email,
-    password: PASSWORD,
-    name: 'Ana Lyst',
-  });
+  const user = await createUser(
+    { em: server.database.db.em(), clock: clock as ManualClock },
+    {
+      accountId,
+      email,
+      password: PASSWORD,
+      name: 'Ana Lyst',
+    },
+  );
   return { id: user.id, email, accountId };
 }
 

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authRuntimeOf } from '../../src/auth/module.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { gql, rest, type TestServer } from '../helpers/server.js';
 import { createAnalystUser, exchangeCode, postForm, registerClient, startAuthServer } from './helpers.js';
@@ -120,7 +119,7 @@ async function mint(
   claims: Record<string, unknown>,
   options: { key?: CryptoKey; typ?: string | null } = {},
 ): Promise<string> {
-  const own = await authRuntimeOf(server.app.services)!.keys.signingKey(server.database.db.em());
+  const own = await server.app.auth.keys.signingKey(server.database.db.em());
   const typ = options.typ === undefined ? 'at+jwt' : options.typ;
   return new SignJWT({ ...claims, jti: randomUUID() })
     .setProtectedHeader({ alg: 'ES256', kid: own.kid, ...(typ === null ? {} : { typ }) })

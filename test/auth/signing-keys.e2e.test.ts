@@ -10,8 +10,8 @@ import { buildApp, type App } from '../../src/app.js';
 import { SigningKey } from '../../src/auth/entities.js';
 import { KeyStore } from '../../src/auth/keys.js';
 import { loadConfig } from '../../src/config.js';
-import { openDatabase } from '../../src/db/orm.js';
-import { seedDemo } from '../../src/db/seed.js';
+import { openAppDatabase } from '../../src/database.js';
+import { seedDemo } from '../../src/seed.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { openSecretBox } from '../../src/kernel/secret-box.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -239,7 +239,7 @@ describe('a developer database from before signing keys were sealed', () => {
   it('migrates and starts: the plaintext key is sealed, keeps signing, and its old tokens verify', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tidegate-legacy-'));
     const url = join(dir, 'legacy.sqlite');
-    const db = await openDatabase(url);
+    const db = await openAppDatabase(url);
     try {
       await db.orm.getMigrator().up({ to: 'Migration20261122000800Liquidity' });
       const config = loadConfig({ PORT: '0', DATABASE_URL: url, SECRETS_KEY: TEST_SECRETS_KEY! });

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { parse } from 'graphql';
 import { loadConfig } from '../../src/config.js';
 import { estimateCost } from '../../src/gateway/demand.js';
-import { gatewaySchema } from '../../src/gateway/schema.js';
+import { gatewaySchema } from '../../src/modules.js';
 import { startGatewayProcess } from '../events/process.js';
 
 const SECONDS = Number(process.env.AMPLIFIED_SECONDS ?? 10);

@@ -8,14 +8,14 @@ import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import Fastify from 'fastify';
 import { loadConfig } from '../../src/config.js';
-import { openDatabase } from '../../src/db/orm.js';
+import { openAppDatabase } from '../../src/database.js';
 import { createContext, type AppServices, type GatewayContext } from '../../src/gateway/context.js';
-import { gatewaySchema } from '../../src/gateway/schema.js';
+import { gatewaySchema } from '../../src/modules.js';
 import { systemClock } from '../../src/kernel/clock.js';
 
 const [port, databaseUrl] = process.argv.slice(2);
 const config = loadConfig({ DATABASE_URL: databaseUrl! });
-const db = await openDatabase(config.databaseUrl);
+const db = await openAppDatabase(config.databaseUrl);
 // The trivial query's resolver reads the database, the clock and the vessel cache only; the rest
 // of the gateway's services (admission, audit, credentials …) belong to the pipeline measured apart.
 const services = {

@@ -13,8 +13,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { DomainEvent } from '../../src/gateway/context.js';
-import { eventBusOf } from '../../src/events/bus.js';
+import type { DomainEvent } from '../../src/kernel/events.js';
 import { WebhookDelivery, WebhookDeliveryStatus } from '../../src/events/entities.js';
 import { stageEvents } from '../../src/events/stage.js';
 import { rest, startTestServer, type TestServer } from '../helpers/server.js';
@@ -68,7 +67,7 @@ export async function benchFanout(options: {
     stdio: 'inherit',
   });
   try {
-    const bus = eventBusOf(server.app.services)!;
+    const bus = server.app.services.bus;
     const idle = bus.listenerCount;
     const messages: Array<{ type: string; arrivals?: number[] }> = [];
     clients.on('message', (m: { type: string; arrivals?: number[] }) => messages.push(m));
@@ -157,7 +156,7 @@ export async function benchWebhooks(options: { events?: number } = {}): Promise<
     const started = performance.now();
     const events = await server.database.db
       .em()
-      .transactional(async (tx) => stageEvents(tx, server!.app.services.clock, drafts));
+      .transactional(async (tx) => stageEvents(tx, server!.app.services, drafts));
     await server.app.services.events.publish(events);
     const em = () => server!.database.db.em();
     let delivered = 0;

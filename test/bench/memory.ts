@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { openDatabase } from '../../src/db/orm.js';
-import { seedDemo } from '../../src/db/seed.js';
+import { openAppDatabase } from '../../src/database.js';
+import { seedDemo } from '../../src/seed.js';
 import { systemClock } from '../../src/kernel/clock.js';
 
 const CLONES = 25;
@@ -69,7 +69,7 @@ async function measure(file: string, dir: string, seed: boolean, key?: string) {
 
 /** Every demo protocol cloned CLONES - 1 more times under a new id and slug, with all its days. */
 async function cloneProtocols(file: string): Promise<{ protocols: number; days: number }> {
-  const db = await openDatabase(file);
+  const db = await openAppDatabase(file);
   try {
     const knex = db.em().getKnex();
     const columns = async (table: string) =>

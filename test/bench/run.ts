@@ -83,8 +83,12 @@ function selected(all: BenchScenario[]): BenchScenario[] {
   return terms ? all.filter((s) => terms.some((t) => s.name.includes(t))) : all;
 }
 
-/** The server as production runs it: the compiled JavaScript that `npm install` builds. */
-const SERVER_ENTRY = 'dist/src/main.js';
+/**
+ * The server as production runs it: the compiled JavaScript that `npm install` builds.
+ * BENCH_SERVER_ENTRY names another build (e.g. a copy of dist/ made before a change, kept inside
+ * the package so it finds package.json), to measure before and after on the same machine state.
+ */
+const SERVER_ENTRY = process.env.BENCH_SERVER_ENTRY ?? 'dist/src/main.js';
 
 async function startServer(dir: string): Promise<{ child: ChildProcess; url: string; keys: Keys }> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run npm run build first`);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyUserPassword } from '../../src/accounts/service.js';
 import { COMMANDS, runCli } from '../../src/cli.js';
-import { openDatabase } from '../../src/db/orm.js';
+import { openAppDatabase } from '../../src/database.js';
 import { emptyDatabase } from '../helpers/db.js';
 
 /** Runs the CLI in this process (spawning ~30 processes would take minutes), capturing its output. */
@@ -116,9 +116,16 @@ describe('accounts list, keys list and users reset-password', () => {
   it('resets a password: the new one (shown once) works, the old one no longer does', async () => {
     const reset = await cli('users', 'reset-password', '--email', demo.admin.email.toUpperCase(), '--json');
     expect(reset.code, reset.stderr).toBe(0);
-    const { password } = JSON.parse(reset.stdout) as { password: string };
+    const { password, ...rest } = JSON.parse(reset.stdout) as { password: string };
     expect(password).not.toBe(demo.admin.password);
-    const db = await openDatabase(database.url);
+    // Nothing was signed in: it says so (test/auth/reset-password.e2e.test.ts ends real sign-ins).
+    expect(rest).toEqual({
+      email: demo.admin.email,
+      sessions_ended: 0,
+      grants_revoked: 0,
+      access_tokens_revoked: 0,
+    });
+    const db = await openAppDatabase(database.url);
     try {
       expect(await verifyUserPassword(db.em(), demo.admin.email, password)).not.toBeNull();
       expect(await verifyUserPassword(db.em(), demo.admin.email, demo.admin.password)).toBeNull();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ReferenceKind } from '@mikro-orm/core';
 import { Client } from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/orm.js';
+import { openAppDatabase } from '../../src/database.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { TEST_POSTGRES_URL, describeEachDialect, describeWithPostgres } from '../helpers/env.js';
 
@@ -52,7 +52,7 @@ describeWithPostgres('a DATABASE_URL naming a missing PostgreSQL database', () =
     const url = new URL(TEST_POSTGRES_URL!);
     const name = `tidegate_missing_${randomBytes(4).toString('hex')}`;
     url.pathname = `/${name}`;
-    const db = await openDatabase(url.toString());
+    const db = await openAppDatabase(url.toString());
     try {
       await expect(db.migrate()).rejects.toThrow(
         `DATABASE_URL names PostgreSQL database '${name}' on ${url.hostname}:${url.port || 5432}, which does not exist; create it first (createdb ${name})`,

@@ -7,8 +7,9 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/service.js';
 import { loadConfig } from '../../src/config.js';
-import { openDatabase, type Database } from '../../src/db/orm.js';
-import { eventBusOf, LocalEventBus } from '../../src/events/bus.js';
+import { type Database } from '../../src/db/orm.js';
+import { openAppDatabase } from '../../src/database.js';
+import { LocalEventBus } from '../../src/events/bus.js';
 import { WebhookDomain } from '../../src/events/catalog.js';
 import { eventsCommands } from '../../src/events/cli.js';
 import {
@@ -22,7 +23,7 @@ import { WebhookOutbox } from '../../src/events/outbox.js';
 import { stageEvents } from '../../src/events/stage.js';
 import { registerEndpoint } from '../../src/events/webhooks.js';
 import { liquidityCommands } from '../../src/liquidity/cli.js';
-import type { CliCommand } from '../../src/kernel/cli-command.js';
+import type { CliCommand } from '../../src/db/cli-command.js';
 import { DAY, systemClock } from '../../src/kernel/clock.js';
 import { Plan } from '../../src/kernel/plans.js';
 import { SecretBox } from '../../src/kernel/secret-box.js';
@@ -30,6 +31,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeEachDialect, TEST_SECRETS_KEY } from '../helpers/env.js';
 import { gql, startTestServer, type TestServer } from '../helpers/server.js';
 import { untilListening, wsSession } from './helpers.js';
+import { noLiveEvents } from '../../src/kernel/events.js';
 
 function runner(commands: CliCommand[], db: () => Database) {
   return (name: string, options: Record<string, string | boolean> = {}, positionals: string[] = []) => {
@@ -62,16 +64,18 @@ describeEachDialect('events CLI', (dialect) => {
   const run = runner(eventsCommands, () => database.db);
 
   it('lists endpoints without secrets and reports the outbox backlog', async () => {
-    const account = await createAccount(database.db.em(), systemClock, {
-      name: 'Ops',
-      plan: Plan.PROFESSIONAL,
-    });
+    const account = await createAccount(
+      { em: database.db.em(), clock: systemClock },
+      {
+        name: 'Ops',
+        plan: Plan.PROFESSIONAL,
+      },
+    );
     const { secret } = await registerEndpoint(
-      database.db.em(),
+      { em: database.db.em(), ...env },
       principalOf(account.id),
       WebhookDomain.LIQUIDITY,
       { url: 'http://127.0.0.1:9/hook', eventTypes: ['tier_change'] },
-      env,
     );
     const listed = await run('webhooks list', { account: account.id });
     expect(listed.json).toMatchObject({
@@ -84,7 +88,9 @@ describeEachDialect('events CLI', (dialect) => {
     await database.db
       .em()
       .transactional(async (tx) =>
-        stageEvents(tx, systemClock, [{ type: 'tier_change', payload: { slug: 'x' } }]),
+        stageEvents(tx, { clock: systemClock, events: noLiveEvents }, [
+          { type: 'tier_change', payload: { slug: 'x' } },
+        ]),
       );
     const status = await run('outbox status');
     expect(status.json).toEqual({
@@ -100,13 +106,15 @@ describeEachDialect('events CLI', (dialect) => {
   it('purges finished deliveries and dispatched events past the retention window, never undelivered ones', async () => {
     const em = database.db.em();
     await em.nativeDelete(EventRecord, {});
-    const account = await createAccount(em, systemClock, { name: 'Purge Co', plan: Plan.PROFESSIONAL });
+    const account = await createAccount(
+      { em, clock: systemClock },
+      { name: 'Purge Co', plan: Plan.PROFESSIONAL },
+    );
     const { endpoint } = await registerEndpoint(
-      em,
+      { em, ...env },
       principalOf(account.id),
       WebhookDomain.LIQUIDITY,
       { url: 'http://127.0.0.1:9/hook', eventTypes: ['tier_change'] },
-      env,
     );
     const old = new Date(Date.now() - 40 * DAY);
     const recent = new Date(Date.now() - 2 * DAY);
@@ -181,13 +189,15 @@ describeEachDialect('events CLI', (dialect) => {
 
   it('the outbox worker enforces EVENT_RETENTION when it starts, and forgets rotated-out secrets', async () => {
     const em = database.db.em();
-    const account = await createAccount(em, systemClock, { name: 'Sweep Co', plan: Plan.PROFESSIONAL });
+    const account = await createAccount(
+      { em, clock: systemClock },
+      { name: 'Sweep Co', plan: Plan.PROFESSIONAL },
+    );
     const { endpoint } = await registerEndpoint(
-      em,
+      { em, ...env },
       principalOf(account.id),
       WebhookDomain.LIQUIDITY,
       { url: 'http://127.0.0.1:9/hook', eventTypes: ['tier_change'] },
-      env,
     );
     await em.nativeUpdate(
       WebhookEndpoint,
@@ -233,7 +243,7 @@ describeEachDialect('events staged by the CLI reach live subscribers', (dialect)
   beforeAll(async () => {
     server = await startTestServer({ dialect });
     // The CLI is another process with its own connection and no live bus.
-    cli = await openDatabase(server.database.url);
+    cli = await openAppDatabase(server.database.url);
   });
   afterAll(async () => {
     await cli?.close();
@@ -248,7 +258,7 @@ describeEachDialect('events staged by the CLI reach live subscribers', (dialect)
     const protocol = (
       listed.body.data!.protocols as { nodes: Array<{ slug: string; liquidityTier: string }> }
     ).nodes[0]!;
-    const bus = eventBusOf(server.app.services)!;
+    const bus = server.app.services.bus;
     const before = bus.listenerCount;
     const session = wsSession(server.url, { apiKey: analyst });
     try {
@@ -284,7 +294,7 @@ describeEachDialect('events staged by the CLI reach live subscribers', (dialect)
     const [event] = await server.database.db
       .em()
       .transactional(async (tx) =>
-        stageEvents(tx, systemClock, [{ type: 'data_stale', payload: { slug: 'server-side' } }]),
+        stageEvents(tx, server.app.services, [{ type: 'data_stale', payload: { slug: 'server-side' } }]),
       );
     const row = await server.database.db.em().findOneOrFail(EventRecord, { id: event!.id });
     expect(row.relay).toBe(false);

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import type { DomainEvent } from '../../src/gateway/context.js';
+import type { DomainEvent } from '../../src/kernel/events.js';
 import { stageEvents, type EventDraft } from '../../src/events/stage.js';
 import type { TestServer } from '../helpers/server.js';
 
@@ -67,7 +67,7 @@ export async function startReceiver(): Promise<Receiver> {
 /** Commits events the way a domain does (same transaction as the change) and publishes them after commit. */
 export async function commitEvents(server: TestServer, drafts: EventDraft[]): Promise<DomainEvent[]> {
   const em = server.database.db.em();
-  const events = await em.transactional(async (tx) => stageEvents(tx, server.app.services.clock, drafts));
+  const events = await em.transactional(async (tx) => stageEvents(tx, server.app.services, drafts));
   await server.app.services.events.publish(events);
   return events;
 }

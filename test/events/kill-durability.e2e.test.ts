@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiKey } from '../../src/accounts/service.js';
 import { loadConfig } from '../../src/config.js';
-import { seedDemo } from '../../src/db/seed.js';
+import { seedDemo } from '../../src/seed.js';
 import { EventRecord } from '../../src/events/entities.js';
 import { LIQUIDITY_WEBHOOK_TYPES } from '../../src/events/catalog.js';
 import { systemClock } from '../../src/kernel/clock.js';
@@ -41,8 +41,7 @@ describeEachDialect('webhook delivery across kill -9 of the gateway', (dialect) 
     accountId = institutional.accountId;
     adminKey = (
       await createApiKey(
-        database.db.em(),
-        systemClock,
+        { em: database.db.em(), clock: systemClock },
         { maxActiveKeys: 100, rotationGraceMs: config.apiKeyRotationGraceMs },
         { accountId, scopes: 'admin', expiresAt: null, name: 'ingest' },
       )

@@ -8,8 +8,9 @@ import { WebhookDomain } from '../../src/events/catalog.js';
 import { LocalEventBus } from '../../src/events/bus.js';
 import { EventRecord, WebhookDelivery, WebhookDeliveryStatus } from '../../src/events/entities.js';
 import { MAX_IN_FLIGHT_PER_ENDPOINT, WebhookOutbox } from '../../src/events/outbox.js';
-import { openDatabase, type Database } from '../../src/db/orm.js';
-import type { DomainEvent } from '../../src/gateway/context.js';
+import { type Database } from '../../src/db/orm.js';
+import { openAppDatabase } from '../../src/database.js';
+import type { DomainEvent } from '../../src/kernel/events.js';
 import { verifySignature } from '../../src/events/signature.js';
 import { stageEvents } from '../../src/events/stage.js';
 import { registerEndpoint } from '../../src/events/webhooks.js';
@@ -20,6 +21,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeEachDialect, TEST_SECRETS_KEY } from '../helpers/env.js';
 import { startReceiver, tierChange, type Receiver } from './helpers.js';
 import { startGatewayProcess, type GatewayProcess } from './process.js';
+import { noLiveEvents } from '../../src/kernel/events.js';
 
 describeEachDialect('webhook outbox survives a killed deliverer', (dialect) => {
   let database: TestDatabase;
@@ -40,7 +42,10 @@ describeEachDialect('webhook outbox survives a killed deliverer', (dialect) => {
     { timeout: 120_000 },
     async () => {
       const em = database.db.em();
-      const account = await createAccount(em, systemClock, { name: 'Receiver Co', plan: Plan.PROFESSIONAL });
+      const account = await createAccount(
+        { em, clock: systemClock },
+        { name: 'Receiver Co', plan: Plan.PROFESSIONAL },
+      );
       const principal = {
         accountId: account.id,
         plan: Plan.PROFESSIONAL,
@@ -52,17 +57,14 @@ describeEachDialect('webhook outbox survives a killed deliverer', (dialect) => {
         config: loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }),
         secrets: new SecretBox(Buffer.from(TEST_SECRETS_KEY!, 'hex')),
       };
-      const { secret } = await registerEndpoint(
-        em,
-        principal,
-        WebhookDomain.LIQUIDITY,
-        { url: receiver.url, eventTypes: ['tier_change'] },
-        env,
-      );
+      const { secret } = await registerEndpoint({ em, ...env }, principal, WebhookDomain.LIQUIDITY, {
+        url: receiver.url,
+        eventTypes: ['tier_change'],
+      });
       const events = await database.db.em().transactional(async (tx) =>
         stageEvents(
           tx,
-          systemClock,
+          { clock: systemClock, events: noLiveEvents },
           // As many as one endpoint may have in flight at once, so all are mid-flight together.
           Array.from({ length: MAX_IN_FLIGHT_PER_ENDPOINT }, (_, i) => tierChange(`p${i}`)),
         ),
@@ -130,7 +132,7 @@ describeEachDialect('CLI-staged events relayed by two outbox workers', (dialect)
       const staged = await database.db.em().transactional(async (tx) =>
         stageEvents(
           tx,
-          systemClock,
+          { clock: systemClock, events: noLiveEvents },
           Array.from({ length: 450 }, (_, i) => ({ type: 'watchlist_alert', payload: { n: i } })),
         ),
       );
@@ -138,7 +140,7 @@ describeEachDialect('CLI-staged events relayed by two outbox workers', (dialect)
       const config = loadConfig({});
       const workers = await Promise.all(
         [0, 1].map(async () => {
-          const db = await openDatabase(database.url);
+          const db = await openAppDatabase(database.url);
           connections.push(db);
           const bus = new LocalEventBus();
           bus.subscribe((event) => relayed.push(event));

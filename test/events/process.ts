@@ -60,7 +60,10 @@ export async function startGatewayProcess(
     const check = () => {
       if (output.includes('tidegate listening on')) {
         clearTimeout(timer);
-        resolve();
+        // The demo banner goes to stderr before this line goes to stdout (pipes are written
+        // synchronously on Linux), but the two pipes are read independently: one more turn of the
+        // event loop reads what stderr already holds.
+        setTimeout(resolve, 50);
       }
     };
     child.stdout!.on('data', check);

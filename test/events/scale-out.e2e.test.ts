@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiKey } from '../../src/accounts/service.js';
 import { RedisEventBus } from '../../src/events/bus.js';
-import type { DomainEvent } from '../../src/gateway/context.js';
+import type { DomainEvent } from '../../src/kernel/events.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeWithPostgres, describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
@@ -78,8 +78,7 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
       ).nodes[0]!;
       // Ingestion is an operator action (admin scope): the operator's key.
       const { secret: admin } = await createApiKey(
-        database.db.em(),
-        systemClock,
+        { em: database.db.em(), clock: systemClock },
         { maxActiveKeys: 100, rotationGraceMs: 0 },
         { accountId: keys.INSTITUTIONAL!.accountId, scopes: 'admin' },
       );

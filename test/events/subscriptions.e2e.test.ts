@@ -1,6 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { revokeApiKey } from '../../src/accounts/service.js';
-import { eventBusOf } from '../../src/events/bus.js';
 import { EventRecord } from '../../src/events/entities.js';
 import { DAY, ManualClock } from '../../src/kernel/clock.js';
 import { describeEachDialect } from '../helpers/env.js';
@@ -10,7 +9,7 @@ import { commitEvents, scoreChange, tierChange, untilListening, wsSession } from
 
 describeEachDialect('graphql-ws subscriptions', (dialect) => {
   let server: TestServer;
-  const listeners = () => eventBusOf(server.app.services)!.listenerCount;
+  const listeners = () => server.app.services.bus.listenerCount;
   let idle = 0;
   beforeAll(async () => {
     server = await startTestServer({ dialect, env: { REVOCATION_POLL: '1s' } });
@@ -254,7 +253,7 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
     const before = listeners();
     session.subscribe('subscription { tierChanged { eventId } }');
     await untilListening(() => listeners() >= before + 1);
-    await revokeApiKey(server.database.db.em(), server.app.services.clock, id);
+    await revokeApiKey({ em: server.database.db.em(), clock: server.app.services.clock }, id);
     const closed = await session.closed;
     expect(closed.code).toBe(4403);
     await untilListening(() => listeners() === before);
@@ -302,7 +301,10 @@ describeEachDialect('graphql-ws subscriptions', (dialect) => {
     const sub = session.subscribe('subscription { tierChanged { eventId } }');
     await untilListening(() => listeners() >= before + 1, 5_000, sub);
     // Its revoked_at is then older than this process's last look: the watch's window must overlap that much.
-    await revokeApiKey(server.database.db.em(), { now: () => new Date(Date.now() - 3_000) }, id);
+    await revokeApiKey(
+      { em: server.database.db.em(), clock: { now: () => new Date(Date.now() - 3_000) } },
+      id,
+    );
     expect((await session.closed).code).toBe(4403);
   });
 
@@ -332,7 +334,7 @@ describeEachDialect('liquidity subscriptions fed by a real ingestion', (dialect)
   afterAll(() => server?.close());
 
   it('aumChanged, dataStale, circuitBreakers and complianceAlerts each stream the events the ingestion committed', async () => {
-    const listeners = () => eventBusOf(server.app.services)!.listenerCount;
+    const listeners = () => server.app.services.bus.listenerCount;
     const slug = 'harbor-treasury';
     const admin = (await createKey(server, { plan: 'INSTITUTIONAL', scopes: 'admin' })).secret;
     const before = (await rest(server.url, `/v1/protocols/${slug}`, { key: server.key('PROFESSIONAL') }))

@@ -449,7 +449,7 @@ describeEachDialect('webhooks', (dialect) => {
     await register('/v1/webhooks', ['tier_change']);
     await expect(
       server.database.db.em().transactional(async (tx) => {
-        stageEvents(tx, server.app.services.clock, [tierChange('rolled-back')]);
+        stageEvents(tx, server.app.services, [tierChange('rolled-back')]);
         throw new Error('the change failed');
       }),
     ).rejects.toThrow('the change failed');

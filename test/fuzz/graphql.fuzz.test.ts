@@ -1,7 +1,7 @@
 import { getNamedType, isLeafType, type GraphQLArgument, type GraphQLField } from 'graphql';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewaySchema } from '../../src/gateway/schema.js';
+import { gatewaySchema } from '../../src/modules.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { gql } from '../helpers/server.js';
 import {

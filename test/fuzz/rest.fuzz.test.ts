@@ -9,7 +9,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOperations } from '../../src/gateway/rest.js';
 import type { ParamSpec, RestRoute } from '../../src/gateway/rest-routes.js';
-import { gatewaySchema } from '../../src/gateway/schema.js';
+import { gatewaySchema } from '../../src/modules.js';
 import { MODULES } from '../../src/modules.js';
 import { describeEachDialect } from '../helpers/env.js';
 import {

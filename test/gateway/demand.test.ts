@@ -1,7 +1,7 @@
 import { parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { estimateCost } from '../../src/gateway/demand.js';
-import { gatewaySchema } from '../../src/gateway/schema.js';
+import { gatewaySchema } from '../../src/modules.js';
 
 const schema = gatewaySchema();
 const cost = (query: string, variables: Record<string, unknown> = {}, operationName?: string) =>
@@ -16,6 +16,8 @@ describe('estimateCost', () => {
         '{ a: portCallPrediction(portCallId: "x") { basis } b: portCallPrediction(portCallId: "y") { basis } }',
       ),
     ).toBe(8002);
+    // An ingest's work grows with its text: priced like a prediction, so a few fit in one operation.
+    expect(cost('mutation { ingestLiquidityMetrics(text: "x") { rows } }')).toBe(4001);
   });
 
   it('multiplies a page by its size: a literal, a known variable, the default page, or the largest page when unknown', () => {

@@ -2,7 +2,6 @@ import { createClient, type Client } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AuditRecord } from '../../src/audit/entities.js';
-import { eventBusOf } from '../../src/events/bus.js';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { commitEvents, eventually, tierChange, untilListening } from '../events/helpers.js';
 import { describeWithPostgres } from '../helpers/env.js';
@@ -87,7 +86,7 @@ describe('graphql-ws on /graphql', () => {
   const CAP = 3;
   let server: TestServer;
   let wsUrl: string;
-  const listeners = () => eventBusOf(server.app.services)!.listenerCount;
+  const listeners = () => server.app.services.bus.listenerCount;
   beforeAll(async () => {
     server = await startTestServer({
       env: { WS_MAX_SUBSCRIPTIONS_PER_CONNECTION: String(CAP), WS_KEEPALIVE: '1s' },
@@ -281,7 +280,7 @@ describe('graphql-ws behind a trusted proxy, on an injected clock', () => {
   it('audits a subscription start with the forwarded client address and the clock time, as HTTP does', async () => {
     const requestId = freshRequestId();
     const headers = { 'x-request-id': requestId, 'x-forwarded-for': '198.51.100.23, 127.0.0.1' };
-    const before = eventBusOf(server.app.services)!.listenerCount;
+    const before = server.app.services.bus.listenerCount;
     const socket = await openSocket(
       server.url.replace('http', 'ws') + '/graphql',
       { apiKey: server.key('ANALYST') },
@@ -292,7 +291,7 @@ describe('graphql-ws behind a trusted proxy, on an injected clock', () => {
       type: 'subscribe',
       payload: { query: 'subscription Feed { tierChanged { eventId } }' },
     });
-    await untilListening(() => eventBusOf(server.app.services)!.listenerCount === before + 1);
+    await untilListening(() => server.app.services.bus.listenerCount === before + 1);
     const rows = await auditOf(server, requestId);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ operation: 'ws subscription Feed', status: 200, ip: '198.51.100.23' });
@@ -357,7 +356,7 @@ describe('a subscriber that falls behind', () => {
   afterAll(() => server?.close());
 
   it('gets a final error and its subscription ends, instead of the server buffering without bound', async () => {
-    const bus = eventBusOf(server.app.services)!;
+    const bus = server.app.services.bus;
     const wsUrl = server.url.replace('http', 'ws') + '/graphql';
     const socket = await openSocket(wsUrl, { apiKey: server.key('INSTITUTIONAL') });
     const before = bus.listenerCount;

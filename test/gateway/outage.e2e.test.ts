@@ -56,6 +56,7 @@ function expectUnavailable(answers: Awaited<ReturnType<typeof callEveryDoor>>): 
   for (const r of [answers.graphqlRead, answers.graphqlWrite]) {
     // 503 when the edge (the credential lookup) met the outage; 200 with the error when a resolver did.
     expect([200, 503]).toContain(r.status);
+    expect(r.headers.get('retry-after')).toBe('5');
     expect(r.body.errors?.[0]?.extensions).toMatchObject({
       code: 'SERVICE_UNAVAILABLE',
       retryAfterSeconds: 5,

@@ -17,11 +17,19 @@ async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A first start prints the demo banner on stderr and then logs `listening on` on stdout: separate
+ * pipes, read in no fixed order, so a test that needs the banner waits for its last line too.
+ */
+const WITH_BANNER = [/listening on/, /Try:\s+curl/];
+
 async function startProcess(
   dir: string,
   port: number,
   databaseUrl: string,
   env: Record<string, string> = {},
+  /** What the output must show before the process counts as started (a fresh database adds the banner). */
+  ready: RegExp[] = [/listening on/],
 ): Promise<{ child: ChildProcess; output: () => string }> {
   mkdirSync(dir, { recursive: true });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -40,7 +48,7 @@ async function startProcess(
   child.stderr!.on('data', (d) => (out += d));
   // A loaded machine can take over 30 s to start a process; wait as long as the other process tests do.
   for (let i = 0; i < 600; i++) {
-    if (/listening on/.test(out)) return { child, output: () => out };
+    if (ready.every((r) => r.test(out))) return { child, output: () => out };
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`server did not start:\n${out}`);
@@ -70,7 +78,7 @@ describeEachDialect('process lifecycle', (dialect) => {
     async () => {
       const port = await freePort();
       const databaseUrl = await freshDatabase('first');
-      const first = await startProcess(join(dir, 'first'), port, databaseUrl);
+      const first = await startProcess(join(dir, 'first'), port, databaseUrl, {}, WITH_BANNER);
       expect(first.output()).toMatch(/demo credentials/);
       // The hint names the address the server really listens on.
       expect(first.output()).toContain(
@@ -94,7 +102,13 @@ describeEachDialect('process lifecycle', (dialect) => {
     { timeout: 180_000 },
     async () => {
       const port = await freePort();
-      const { child, output } = await startProcess(join(dir, 'fresh'), port, await freshDatabase('fresh'));
+      const { child, output } = await startProcess(
+        join(dir, 'fresh'),
+        port,
+        await freshDatabase('fresh'),
+        {},
+        WITH_BANNER,
+      );
       const key = /Analyst\s+account \S+\s+API key (\S+)/.exec(output())?.[1] ?? '';
 
       // A request whose body is still arriving when the signal lands.

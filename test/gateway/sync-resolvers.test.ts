@@ -1,5 +1,11 @@
 import 'reflect-metadata';
-import { execute, parse, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import {
+  execute,
+  parse,
+  type GraphQLFieldResolver,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+} from 'graphql';
 import {
   Arg,
   Args,
@@ -7,14 +13,21 @@ import {
   buildSchemaSync,
   Ctx,
   Field,
+  FieldResolver,
   InputType,
+  ObjectType,
   Mutation,
   Query,
   Resolver,
+  Root,
   UseMiddleware,
 } from 'type-graphql';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bindRootResolversSynchronously, resolverContainer } from '../../src/gateway/sync-resolvers.js';
+import {
+  bindFieldResolversSynchronously,
+  bindRootResolversSynchronously,
+  resolverContainer,
+} from '../../src/gateway/sync-resolvers.js';
 
 @InputType()
 class EchoInput {
@@ -77,19 +90,61 @@ class EchoResolver {
   }
 }
 
+@ObjectType({ simpleResolvers: true })
+class Ship {
+  @Field(() => String)
+  name!: string;
+}
+
+/**
+ * What `tsc` emits for a decorated method (`design:paramtypes`), which type-graphql's `@Root()`
+ * reads to convert the root to its class; vitest's transform emits no such metadata. Written by a
+ * decorator on the last parameter, which runs before `@Root()` on the first.
+ */
+const paramTypes =
+  (...types: unknown[]): ParameterDecorator =>
+  (prototype, key) =>
+    Reflect.defineMetadata('design:paramtypes', types, prototype, key!);
+
+@Resolver(() => Ship)
+class ShipResolver {
+  @Query(() => [Ship])
+  ships(): Ship[] {
+    return [Object.assign(new Ship(), { name: 'Aurora' }), { name: 'Borealis' } as Ship];
+  }
+
+  @FieldResolver(() => String)
+  label(@Root() ship: Ship, @Ctx() @paramTypes(Ship, Object) ctx: TestContext): string {
+    return `${ctx.prefix}${ship.name}${ship instanceof Ship ? '' : ' (plain)'}`;
+  }
+
+  @FieldResolver(() => Boolean)
+  isShared(): boolean {
+    return this === resolverContainer.get(ShipResolver, undefined as never);
+  }
+
+  @FieldResolver(() => String)
+  @UseMiddleware(async (_data, next) => `mw:${String(await next())}`)
+  wrapped(@Root() @paramTypes(Ship) ship: Ship): string {
+    return ship.name;
+  }
+}
+
 type Resolve = GraphQLFieldResolver<unknown, TestContext, Record<string, unknown>>;
 
 let schema: GraphQLSchema;
 let rewritten: number;
+let rewrittenFields: number;
 
 beforeAll(() => {
   schema = buildSchemaSync({
-    resolvers: [EchoResolver],
+    resolvers: [EchoResolver, ShipResolver],
     validate: false,
     container: resolverContainer,
     emitSchemaFile: false,
   });
   rewritten = bindRootResolversSynchronously(schema, [EchoResolver]);
+  rewrittenFields = bindFieldResolversSynchronously(schema, [EchoResolver, ShipResolver]);
 });
 
 const ctx: TestContext = { prefix: '> ' };
@@ -140,6 +195,43 @@ describe('bindRootResolversSynchronously', () => {
     });
     expect(ok).toEqual({
       data: { echo: '> a', maybe: null, isShared: true, inputKind: 'instance:b', page: 20, wrapped: 'mw:c' },
+    });
+  });
+});
+
+describe('bindFieldResolversSynchronously and simple resolvers', () => {
+  const shipField = () =>
+    (schema.getTypeMap().Ship as GraphQLObjectType).toConfig() as unknown as {
+      fields: Record<string, { resolve?: Resolve }>;
+    };
+
+  it('leaves plain properties of a simpleResolvers type to the executor: no resolver at all', () => {
+    expect(shipField().fields.name!.resolve).toBeUndefined();
+  });
+
+  it('rewrites the field resolvers it can bind, not the one with a middleware', () => {
+    expect(rewrittenFields).toBe(2); // label, isShared
+    const { fields } = shipField();
+    const ship = Object.assign(new Ship(), { name: 'Aurora' });
+    // type-graphql's own resolver for `wrapped` runs its middleware chain: a promise.
+    expect(fields.wrapped!.resolve!(ship, {}, ctx, undefined as never)).toBeInstanceOf(Promise);
+    expect(fields.label!.resolve!(ship, {}, ctx, undefined as never)).toBe('> Aurora');
+  });
+
+  it('answers as type-graphql does, a root that is not yet an instance converted by type-graphql', async () => {
+    const result = await execute({
+      schema,
+      document: parse('{ ships { name label isShared wrapped } }'),
+      contextValue: ctx,
+    });
+    expect(result).toEqual({
+      data: {
+        ships: [
+          { name: 'Aurora', label: '> Aurora', isShared: true, wrapped: 'mw:Aurora' },
+          // type-graphql's convertToType made a Ship of the plain object before `label` saw it.
+          { name: 'Borealis', label: '> Borealis', isShared: true, wrapped: 'mw:Borealis' },
+        ],
+      },
     });
   });
 });

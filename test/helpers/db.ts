@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { openDatabase, type Database, type DatabaseOptions } from '../../src/db/orm.js';
+import { type Database, type DatabaseOptions } from '../../src/db/orm.js';
+import { openAppDatabase } from '../../src/database.js';
 import { TEST_POSTGRES_URL } from './env.js';
 
 export interface TestDatabase {
@@ -16,7 +17,7 @@ export interface TestDatabase {
 /** A fresh, migrated database: a temp SQLite file, or a randomly named PostgreSQL database. */
 export async function createTestDatabase(
   dialect: 'sqlite' | 'postgresql' = 'sqlite',
-  options: DatabaseOptions = {},
+  options: Omit<DatabaseOptions, 'entities'> = {},
 ): Promise<TestDatabase> {
   const database = await openEmptyDatabase(dialect, options);
   await database.db.migrate();
@@ -26,10 +27,10 @@ export async function createTestDatabase(
 /** An empty database, opened but not migrated (for tests that run migrations step by step). */
 export async function openEmptyDatabase(
   dialect: 'sqlite' | 'postgresql',
-  options: DatabaseOptions = {},
+  options: Omit<DatabaseOptions, 'entities'> = {},
 ): Promise<TestDatabase> {
   const empty = await emptyDatabase(dialect);
-  const db = await openDatabase(empty.url, options);
+  const db = await openAppDatabase(empty.url, options);
   return {
     url: empty.url,
     db,

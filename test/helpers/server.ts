@@ -1,6 +1,6 @@
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { seedDemo, type DemoCredentials } from '../../src/db/seed.js';
+import { seedDemo, type DemoCredentials } from '../../src/seed.js';
 import type { Telemetry } from '../../src/gateway/telemetry.js';
 import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
@@ -156,8 +156,7 @@ export async function createKey(
     options.accountId ??
     server.demo.accounts.find((a) => a.plan === (options.plan ?? 'INSTITUTIONAL'))!.accountId;
   const { key, secret } = await createApiKey(
-    server.database.db.em(),
-    server.app.services.clock,
+    { em: server.database.db.em(), clock: server.app.services.clock },
     { maxActiveKeys: 1000, rotationGraceMs: server.config.apiKeyRotationGraceMs },
     { accountId, scopes: options.scopes, expiresAt: options.expiresAt ?? null, name: 'test key' },
   );

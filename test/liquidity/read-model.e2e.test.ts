@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/accounts/service.js';
-import { openDatabase, type Database } from '../../src/db/orm.js';
+import { type Database } from '../../src/db/orm.js';
+import { openAppDatabase } from '../../src/database.js';
 import { loadConfig } from '../../src/config.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { liquidityCommands } from '../../src/liquidity/cli.js';
@@ -18,6 +19,7 @@ import {
 import { createKey, gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 import { demoKeys, startGatewayProcess, type GatewayProcess } from '../events/process.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { noLiveEvents } from '../../src/kernel/events.js';
 
 const INGEST = `mutation Ingest($data: String!) {
   ingestLiquidityMetrics(format: CSV, data: $data) { rows daysScored }
@@ -148,7 +150,7 @@ describeEachDialect('liquidity read model in one process', (dialect) => {
     const csv = `${HEADER}\n${protocols.map((slug) => `${slug},${day},5000000,10000,100,0,1`).join('\n')}\n`;
     const clock = { now: () => new Date(Date.now() + 2 * 86_400_000) };
     const { ingestMetrics } = await import('../../src/liquidity/ingest.js');
-    const writing = ingestMetrics(server.database.db.em(), clock, csv, 'CSV');
+    const writing = ingestMetrics({ em: server.database.db.em(), clock, events: noLiveEvents }, csv, 'CSV');
     const days = new Set<string>();
     const reads: Array<Promise<void>> = [];
     for (let i = 0; i < 20; i++) {
@@ -181,7 +183,7 @@ describe('liquidity read model across processes on SQLite', () => {
       READ_MODEL_POLL: '1s',
     });
     key = demoKeys(gateway.output()).ANALYST!.key;
-    cli = await openDatabase(file.url);
+    cli = await openAppDatabase(file.url);
   }, 120_000);
   afterAll(async () => {
     await gateway?.stop();
@@ -236,8 +238,7 @@ describeWithPostgres('liquidity read model across gateways on one PostgreSQL', (
       analyst = keys.ANALYST!.key;
       admin = (
         await createApiKey(
-          database.db.em(),
-          systemClock,
+          { em: database.db.em(), clock: systemClock },
           { maxActiveKeys: 100, rotationGraceMs: 0 },
           { accountId: keys.INSTITUTIONAL!.accountId, scopes: 'admin' },
         )
@@ -291,7 +292,7 @@ describeWithPostgres('liquidity read model across gateways on one PostgreSQL', (
 
     it('a CLI ingestion reaches the gateway without a bus within READ_MODEL_POLL', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'tidegate-read-model-'));
-      const cli = await openDatabase(database.url);
+      const cli = await openAppDatabase(database.url);
       try {
         const csv = join(dir, 'day.csv');
         const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);

@@ -6,7 +6,7 @@ import {
   type GraphQLNamedType,
 } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewaySchema } from '../../src/gateway/schema.js';
+import { gatewaySchema } from '../../src/modules.js';
 import { portOpsEntities } from '../../src/port-ops/entities.js';
 import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -1,6 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { AppServices } from '../../src/gateway/context.js';
-import { contentDisposition, uploadSecret } from '../../src/port-ops/documents.js';
+import { contentDisposition, uploadSecretOf } from '../../src/port-ops/documents.js';
 import { computeTotals, parseDueDate } from '../../src/port-ops/invoices.js';
 import { quantile } from '../../src/port-ops/stats.js';
 import { ISO_3166_ALPHA2, parseCountryCode, parseImo } from '../../src/port-ops/validation.js';
@@ -130,18 +129,18 @@ describe('parseDueDate', () => {
   });
 });
 
-describe('uploadSecret', () => {
-  it('derives the key once per services object, not on every upload URL and PUT', () => {
+describe('uploadSecretOf', () => {
+  it('derives the key from the master key when DOCUMENT_UPLOAD_SECRET is not set', () => {
     const derive = vi.fn(() => Buffer.from('derived key'));
-    const services = {
-      config: { documentUploadSecret: undefined },
-      secrets: { derive },
-    } as unknown as AppServices;
-    const first = uploadSecret(services);
-    expect(uploadSecret(services)).toBe(first);
-    expect(first).toBe(Buffer.from('derived key').toString('base64url'));
-    expect(derive).toHaveBeenCalledTimes(1);
+    const secret = uploadSecretOf({ documentUploadSecret: undefined }, { derive });
+    expect(secret).toBe(Buffer.from('derived key').toString('base64url'));
     expect(derive).toHaveBeenCalledWith('tidegate/document-upload');
+  });
+
+  it('takes DOCUMENT_UPLOAD_SECRET as it is when set', () => {
+    const derive = vi.fn(() => Buffer.from('derived key'));
+    expect(uploadSecretOf({ documentUploadSecret: 'configured' }, { derive })).toBe('configured');
+    expect(derive).not.toHaveBeenCalled();
   });
 });
 

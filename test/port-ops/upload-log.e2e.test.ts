@@ -42,7 +42,8 @@ describe('signed upload URLs stay out of the request log', () => {
     });
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
-    for (let i = 0; i < 300 && !/listening on/.test(output); i++)
+    // The demo banner (stderr) and the listening line (stdout) come through separate pipes: wait for both.
+    for (let i = 0; i < 300 && !(/listening on/.test(output) && /Try:\s+curl/.test(output)); i++)
       await new Promise((r) => setTimeout(r, 100));
     if (!/listening on/.test(output)) throw new Error(`server did not start:\n${output}`);
   }, 60_000);

@@ -12,6 +12,8 @@ import { Migration20261123000700PortOpsIntegrity } from './Migration202611230007
 import { Migration20261124000100SandboxAccounts } from './Migration20261124000100SandboxAccounts.js';
 import { Migration20261124000300ReadModels } from './Migration20261124000300ReadModels.js';
 import { Migration20261124000400PortOpsListIndexes } from './Migration20261124000400PortOpsListIndexes.js';
+import { Migration20261125000100EventTraceContext } from './Migration20261125000100EventTraceContext.js';
+import { Migration20261125000200PortOpsOrderIndexes } from './Migration20261125000200PortOpsOrderIndexes.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -31,4 +33,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261124000100SandboxAccounts', class: Migration20261124000100SandboxAccounts },
   { name: 'Migration20261124000300ReadModels', class: Migration20261124000300ReadModels },
   { name: 'Migration20261124000400PortOpsListIndexes', class: Migration20261124000400PortOpsListIndexes },
+  { name: 'Migration20261125000100EventTraceContext', class: Migration20261125000100EventTraceContext },
+  { name: 'Migration20261125000200PortOpsOrderIndexes', class: Migration20261125000200PortOpsOrderIndexes },
 ];

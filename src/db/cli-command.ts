@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
-import type { Database } from '../db/orm.js';
-import type { Clock } from './clock.js';
+import type { Database } from './orm.js';
+import type { Clock } from '../kernel/clock.js';
 
 /** What a CLI command gets: config from the environment, a migrated database, the clock. */
 export interface CliContext {

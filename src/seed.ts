@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
-import { Account } from '../accounts/entities.js';
-import { createAccount, createApiKey, createUser, type KeyPolicy } from '../accounts/service.js';
-import type { Config } from '../config.js';
-import type { Clock } from '../kernel/clock.js';
-import { PLAN_ORDER, planLabel, type Plan } from '../kernel/plans.js';
-import { MODULES } from '../modules.js';
-import { announceChange } from './versions.js';
-import type { Database } from './orm.js';
+import { Account } from './accounts/entities.js';
+import { createAccount, createApiKey, createUser, type KeyPolicy } from './accounts/service.js';
+import type { Config } from './config.js';
+import type { Clock } from './kernel/clock.js';
+import { PLAN_ORDER, planLabel, type Plan } from './kernel/plans.js';
+import { MODULES } from './modules.js';
+import { announceChange } from './db/versions.js';
+import type { Database } from './db/orm.js';
 
 export interface DemoCredentials {
   accounts: Array<{ plan: Plan; accountId: string; apiKey: string }>;
@@ -34,8 +34,11 @@ export async function seedDemo(
   const credentials = await db.em().transactional(async (em) => {
     const accounts: DemoCredentials['accounts'] = [];
     for (const plan of PLAN_ORDER) {
-      const account = await createAccount(em, services.clock, { name: `Demo ${planLabel(plan)}`, plan });
-      const { secret } = await createApiKey(em, services.clock, policy, {
+      const account = await createAccount(
+        { em, clock: services.clock },
+        { name: `Demo ${planLabel(plan)}`, plan },
+      );
+      const { secret } = await createApiKey({ em, clock: services.clock }, policy, {
         accountId: account.id,
         name: `Demo ${planLabel(plan)} key`,
       });
@@ -43,13 +46,16 @@ export async function seedDemo(
     }
     const adminAccount = accounts[accounts.length - 1]!;
     const password = randomBytes(12).toString('base64url');
-    await createUser(em, services.clock, {
-      accountId: adminAccount.accountId,
-      email: 'admin@tidegate.local',
-      name: 'Demo Admin',
-      password,
-      admin: true,
-    });
+    await createUser(
+      { em, clock: services.clock },
+      {
+        accountId: adminAccount.accountId,
+        email: 'admin@tidegate.local',
+        name: 'Demo Admin',
+        password,
+        admin: true,
+      },
+    );
     await em.flush();
     for (const module of MODULES) await module.seedDemo?.(em, services);
     return {
