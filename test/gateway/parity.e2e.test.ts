@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { describeEachDialect } from '../helpers/env.js';
 import { rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
+import { ManualClock } from '../../src/kernel/clock.js';
 
 /**
  * One pipeline behind every door: the same operation gets the same status and body whether it came
@@ -245,7 +246,13 @@ describeEachDialect('the answer never depends on the door or the sighting', (dia
 describe('a rate limit answers alike by every door', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIMIT_ANALYST_PER_MINUTE: '2' } });
+    // A stopped clock in the middle of a minute: the fixed minute window cannot roll over between the
+    // two allowed calls and the refused ones, and every door's Retry-After is the same number.
+    const midMinute = Math.floor(Date.now() / 60_000) * 60_000 + 30_000;
+    server = await startTestServer({
+      env: { LIMIT_ANALYST_PER_MINUTE: '2' },
+      clock: new ManualClock(new Date(midMinute)),
+    });
   });
   afterAll(() => server?.close());
 
