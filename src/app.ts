@@ -174,7 +174,12 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
 
   // The one pipeline; every door below is a thin adapter over it.
-  const operations = new Operations(schema, policy, services);
+  const operations = new Operations(
+    schema,
+    policy,
+    services,
+    MODULES.flatMap((m) => (m.answers ? [m.answers] : [])),
+  );
   const apollo = await registerGraphQL(fastify, operations, services);
   registerRestRoutes(
     fastify,

@@ -89,6 +89,8 @@ export interface Config {
   graphqlMaxTokens: number;
   /** Time budget of one operation; long computations stop with DEADLINE_EXCEEDED past it. */
   graphqlDeadlineMs: number;
+  /** Memory for query results kept per data version (src/gateway/answers.ts), in MiB; 0 keeps none. */
+  answerCacheMb: number;
   /** Serves GET /bench/bare, the baseline route `npm run bench` compares against. Off in production. */
   benchRoutes: boolean;
   /** Console / OAuth login session lifetime. */
@@ -249,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 20_000, 10),
     graphqlMaxTokens: int('GRAPHQL_MAX_TOKENS', 5_000, 500),
     graphqlDeadlineMs: int('GRAPHQL_DEADLINE_MS', 10_000, 10),
+    answerCacheMb: int('ANSWER_CACHE_MB', 64, 0, 16_384),
     authSessionTtlMs: duration('AUTH_SESSION_TTL', '12h'),
     authLoginMaxFailures,
     authLoginMaxFailuresPerIp: int('AUTH_LOGIN_MAX_FAILURES_PER_IP', 10 * authLoginMaxFailures, 1),

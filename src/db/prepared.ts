@@ -213,16 +213,9 @@ async function read<T extends object>(
     const rows = await em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
     return objectsRead(em, entity, meta, rows, extra);
   }
-  const knex = em.getKnex();
-  const started = Date.now();
-  // knex's client types its pooled connections as `any`; they are the driver's connections.
-  const connection = (await knex.client.acquireConnection()) as object;
-  let result: Read<T>;
-  try {
-    if ((knex.client as { dialect?: string }).dialect === 'postgresql') {
-      const { rows } = await (connection as PgConnection).query({ ...pgStatement(sql), values });
-      result = objectsRead(em, entity, meta, rows, extra);
-    } else {
+  return onPooledConnection(em, sql, values, {
+    pg: (rows) => objectsRead(em, entity, meta, rows, extra),
+    sqlite: (connection) => {
       let statements = sqliteStatements.get(connection);
       if (!statements) sqliteStatements.set(connection, (statements = new Map()));
       let prepared = statements.get(sql);
@@ -232,7 +225,33 @@ async function read<T extends object>(
         prepared = { statement, map: sqliteMapper(em, meta, entity as EntityClass<object>, columns, extra) };
         statements.set(sql, prepared);
       }
-      result = prepared.map(prepared.statement.all(...values.map(sqliteValue))) as Read<T>;
+      return prepared.map(prepared.statement.all(...values.map(sqliteValue))) as Read<T>;
+    },
+  });
+}
+
+/**
+ * Runs one prepared statement on a connection from knex's pool and logs it as the ORM logs its
+ * queries. PostgreSQL runs it as a named statement and hands the keyed rows to `pg`; SQLite hands
+ * `sqlite` the connection, whose caller keeps its own prepared statements.
+ */
+async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
+  em: EntityManager,
+  sql: string,
+  values: unknown[],
+  run: { pg: (rows: Array<Record<string, unknown>>) => R; sqlite: (connection: object) => R },
+): Promise<R> {
+  const knex = em.getKnex();
+  const started = Date.now();
+  // knex's client types its pooled connections as `any`; they are the driver's connections.
+  const connection = (await knex.client.acquireConnection()) as object;
+  let result: R;
+  try {
+    if ((knex.client as { dialect?: string }).dialect === 'postgresql') {
+      const { rows } = await (connection as PgConnection).query({ ...pgStatement(sql), values });
+      result = run.pg(rows);
+    } else {
+      result = run.sqlite(connection);
     }
   } catch (error) {
     throw em
@@ -249,10 +268,36 @@ async function read<T extends object>(
       query: sql,
       params: values,
       took: Date.now() - started,
-      results: result.items.length,
+      results: Array.isArray(result) ? result.length : result.items.length,
     });
   }
   return result;
+}
+
+/** Statements of `preparedRows`, on each SQLite connection, by SQL text (rows as keyed objects). */
+const sqliteRowStatements = new WeakMap<object, Map<string, { all(...params: unknown[]): unknown[] }>>();
+
+/**
+ * A small read that maps to no entity (a version row, a count), prepared once per connection:
+ * rows as keyed objects with the driver's values. Inside a transaction it joins the transaction.
+ */
+export async function preparedRows(
+  em: EntityManager,
+  sql: string,
+  values: unknown[],
+): Promise<Array<Record<string, unknown>>> {
+  const trx = em.getTransactionContext();
+  if (trx) return em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
+  return onPooledConnection(em, sql, values, {
+    pg: (rows) => rows,
+    sqlite: (connection) => {
+      let statements = sqliteRowStatements.get(connection);
+      if (!statements) sqliteRowStatements.set(connection, (statements = new Map()));
+      let statement = statements.get(sql);
+      if (!statement) statements.set(sql, (statement = (connection as SqliteConnection).prepare(sql)));
+      return statement.all(...values.map(sqliteValue)) as Array<Record<string, unknown>>;
+    },
+  });
 }
 
 /** Keyed rows (PostgreSQL, or any dialect inside a transaction) through the ORM's result mapper. */

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { knexIn } from './knex.js';
+import { preparedRows } from './prepared.js';
 
 /*
  * Versions of the in-memory read models. A transaction that changes what a model publishes bumps
@@ -46,6 +47,20 @@ export async function changing<T>(
 export function announceChange(em: EntityManager): void {
   for (const listener of listeners.get(em.config) ?? []) listener();
 }
+
+/**
+ * The versions of `names` as one string (`3.17`; a name without a row reads 0), by one prepared
+ * statement: what a cached answer is checked against on every request. These rows are bumped by
+ * the database itself where triggers keep them (the port-operations rows), so every writer, the
+ * CLI and raw SQL included, moves them in the writing transaction.
+ */
+export async function readVersions(em: EntityManager, names: readonly [string, string]): Promise<string> {
+  const rows = await preparedRows(em, VERSIONS_OF_TWO, [...names]);
+  const version = (name: string) => String(rows.find((r) => r.name === name)?.version ?? 0);
+  return `${version(names[0])}.${version(names[1])}`;
+}
+
+const VERSIONS_OF_TWO = 'select name, version from read_model_versions where name in (?, ?)';
 
 /** Returns the function that removes the listener. */
 export function onChange(em: EntityManager, listener: () => void): () => void {

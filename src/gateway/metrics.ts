@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Database } from '../db/orm.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
 import type { Plan } from '../kernel/plans.js';
+import type { AnswerOutcome } from './answers.js';
 
 /**
  * Which way an HTTP request came in: the first label of every request metric. (graphql-ws traffic
@@ -45,11 +46,13 @@ export class Metrics {
   private readonly refusals: Counter<'reason' | 'plan'>;
   private readonly events: Counter<'type'>;
   private readonly deliveries: Counter<'outcome'>;
+  private readonly answers: Counter<'source' | 'outcome'>;
   private readonly operationLabels = new Set<string>();
   private outbox: (() => Promise<OutboxSnapshot>) | undefined;
   private pool: (() => PoolSnapshot | undefined) | undefined;
   private sockets: (() => { connections: number; subscriptions: number }) | undefined;
   private readModelVersion: (() => number) | undefined;
+  private answerCacheSize: (() => { entries: number; bytes: number }) | undefined;
 
   constructor() {
     const registers = [this.registry];
@@ -83,6 +86,12 @@ export class Metrics {
       name: 'tidegate_events_published_total',
       help: 'Domain events this process published, by type',
       labelNames: ['type'],
+      registers,
+    });
+    this.answers = new Counter({
+      name: 'tidegate_answer_cache_total',
+      help: 'Queries whose results may be kept, by source and outcome: hit (kept result of the current data version), joined (an execution already running), miss (executed)',
+      labelNames: ['source', 'outcome'],
       registers,
     });
     this.deliveries = new Counter({
@@ -139,10 +148,24 @@ export class Metrics {
       ['state'],
     );
     gauge(
+      'tidegate_answer_cache_bytes',
+      'Size as JSON of the query results this process keeps (bounded by ANSWER_CACHE_MB)',
+      (g) => g.set(this.answerCacheSize?.().bytes ?? 0),
+    );
+    gauge(
       'tidegate_read_model_version',
       'Version of the in-memory liquidity read model this process serves (0 before it is built)',
       (g) => g.set(this.readModelVersion?.() ?? 0),
     );
+  }
+
+  /** A query whose results may be kept (src/gateway/answers.ts): answered from a kept result, joined, or executed. */
+  answerCache(source: string, outcome: AnswerOutcome): void {
+    this.answers.inc({ source, outcome });
+  }
+
+  observeAnswerCache(probe: () => { entries: number; bytes: number }): void {
+    this.answerCacheSize = probe;
   }
 
   /** One answered request. `route` is the route template or the GraphQL operation ("query Name"). */

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
+import type { AnswerSource } from './answers.js';
 import type { AppServices } from './context.js';
 import type { Operations } from './operation.js';
 import type { DescribedRoute } from './openapi.js';
@@ -15,6 +16,8 @@ export interface DomainModule {
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   resolvers: Function[];
   restRoutes?: RestRoute[];
+  /** The data whose query results may be kept between requests, and the fields that read only it. */
+  answers?: AnswerSource;
   /** The OpenAPI operations of routes the shim table cannot describe (hand-written, OAuth). */
   openApi?: DescribedRoute[]; // wired by h16-ops
   /** Hand-written routes that need no running state (streaming: export, document upload/download). */

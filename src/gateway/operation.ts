@@ -22,6 +22,7 @@ import { AppError, isAppError, withHeaders } from '../kernel/errors.js';
 import { andThen, isPromise, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
+import { AnswerCache, answerSourceOf, type AnswerSource } from './answers.js';
 import { createContext, type AppServices, type GatewayContext, type OperationMeta } from './context.js';
 import { estimateCost } from './demand.js';
 import { formatErrors, toGraphQLError } from './errors.js';
@@ -36,7 +37,8 @@ import { operationSpan } from './telemetry.js';
  *                                     operation → access requirements → compile; cached in one
  *                                     bounded LRU, invalid documents in a separate negative cache
  *   run(prepared, request)           access check → admission (plan, rate, quota) → context →
- *                                     execute → the one error formatter
+ *                                     execute (or the result kept for this version of the data,
+ *                                     answers.ts) → the one error formatter
  *
  * A door only adapts its transport to these two calls, so an operation gets the same answer by
  * every door, by every method, on its first sighting and its hundredth. Audit happens where the
@@ -57,6 +59,10 @@ export interface PreparedOperation {
   readonly label: string;
   /** Executes the operation (for a subscription: its selection on one event as root value). */
   readonly compiled: CompiledQuery;
+  /** Names this prepared operation among the kept answers (answers.ts). */
+  readonly id: number;
+  /** The one source all its fields read, when its results may be kept between requests. */
+  readonly answers: AnswerSource | undefined;
 }
 
 /** A document that cannot run: a syntax or validation error, or no operation to pick. */
@@ -128,13 +134,26 @@ export class Operations {
   private readonly prepared = new Lru<PreparedOperation | RejectedOperation>(MAX_PREPARED);
   private readonly rejected = new Lru<RejectedOperation>(MAX_REJECTED);
   private readonly rules: readonly ValidationRule[];
+  private readonly answers: AnswerCache | undefined;
+  private preparedCount = 0;
 
   constructor(
     readonly schema: GraphQLSchema,
     private readonly policy: AccessPolicy,
     private readonly services: AppServices,
+    /** The data whose query results may be kept between requests (DomainModule.answers). */
+    private readonly answerSources: readonly AnswerSource[] = [],
   ) {
     this.rules = [...specifiedRules, ...services.validationRules];
+    const maxBytes = services.config.answerCacheMb * 1024 * 1024;
+    this.answers =
+      maxBytes > 0
+        ? new AnswerCache(maxBytes, (source, outcome) => services.metrics.answerCache(source, outcome))
+        : undefined;
+    if (this.answers) {
+      const answers = this.answers;
+      services.metrics.observeAnswerCache(() => answers.size);
+    }
   }
 
   /** Prepared operations currently cached (tests and metrics). */
@@ -182,6 +201,8 @@ export class Operations {
     const name = operation.name?.value;
     return {
       kind: 'prepared',
+      id: ++this.preparedCount,
+      answers: answerSourceOf(this.schema, document, operation, this.answerSources),
       document,
       operationName: name,
       operationType: operation.operation,
@@ -281,7 +302,7 @@ export class Operations {
     try {
       // wired by h16-ops: the operation's trace span
       result = operationSpan(this.services.telemetry, admitted.prepared.label, () =>
-        admitted.prepared.compiled.query(root, admitted.context, admitted.variables),
+        this.results(admitted, root),
       );
     } catch (e) {
       return this.failed(e, m);
@@ -292,6 +313,19 @@ export class Operations {
           (e: unknown) => this.failed(e, m),
         )
       : this.answerTo(this.worded(result, admitted), m);
+  }
+
+  /** The execution's result, or the one kept for the current version of the data it reads. */
+  private results(admitted: Admitted, root: unknown): MaybePromise<ExecutionResult> {
+    const { prepared, context, variables } = admitted;
+    const execute = () => prepared.compiled.query(root, context, variables);
+    const principal = context.principal;
+    const source = prepared.answers;
+    if (!this.answers || !source || root !== undefined || !principal) return execute();
+    const scope = source.scopeOf(principal);
+    if (scope === undefined) return execute();
+    const key = `${prepared.id}\u0000${scope}\u0000${JSON.stringify(variables ?? {})}`;
+    return this.answers.answer(source, context.em, scope, key, execute);
   }
 
   /**

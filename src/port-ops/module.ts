@@ -1,4 +1,5 @@
 import { PortOpsLiveResolver } from './subscriptions.js';
+import { portOpsAnswers } from './answers.js';
 import type { DomainModule } from '../gateway/module.js';
 import { documentsOpenApi, registerDocumentRoutes } from './http.js';
 import { InsightsResolver } from './insights-resolvers.js';
@@ -10,6 +11,7 @@ export const portOpsModule: DomainModule = {
   name: 'port-ops',
   resolvers: [...portOpsResolvers, InsightsResolver, PortOpsLiveResolver],
   restRoutes: portOpsRestRoutes,
+  answers: portOpsAnswers,
   http: registerDocumentRoutes,
   openApi: documentsOpenApi,
   seedDemo: seedPortOpsDemo,

@@ -162,3 +162,14 @@ export async function createKey(
   );
   return { secret, id: key.id };
 }
+
+/**
+ * Moves every port-ops data version, as any write would (src/gateway/answers.ts): the next read of
+ * each kept answer executes again. For tests that look at what an execution does.
+ */
+export async function staleKeptAnswers(server: TestServer): Promise<void> {
+  await server.database.db
+    .em()
+    .getConnection()
+    .execute(`update read_model_versions set version = version + 1 where name like 'port-ops%'`);
+}

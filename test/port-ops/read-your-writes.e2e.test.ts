@@ -6,8 +6,9 @@ import { demoKeys, startGatewayProcess, type GatewayProcess } from '../events/pr
 
 /*
  * A client that writes reads its write back on the very next request, through REST and GraphQL,
- * on one process and on another process sharing the database. Port-ops reads go to the database
- * (prepared statements, no cache), so this holds by construction; the test keeps it so.
+ * on one process and on another process sharing the database. The reader has asked the same
+ * questions just before the write, so each answer is kept (src/gateway/answers.ts): the data
+ * version the write moved must make the next request execute again, in every process.
  */
 
 const CALL = `query Call($id: ID!) { portCall(id: $id) { status serviceOrders { id status } } }`;
@@ -28,6 +29,11 @@ async function target(url: string, key: string): Promise<{ callId: string; vendo
 /** Writes on `writer`, then reads on `reader` with the next request, through both doors. */
 async function writeThenRead(writer: string, reader: string, key: string): Promise<void> {
   const { callId, vendorId } = await target(writer, key);
+  // The same reads before the write: their answers are kept, and must not be served after it.
+  const ordersPath = `/v1/service-orders?portCallId=${callId}&limit=100`;
+  expect((await rest(reader, ordersPath, { key })).status).toBe(200);
+  expect((await gql(reader, CALL, { key, variables: { id: callId } })).body.errors).toBeUndefined();
+  expect((await rest(reader, `/v1/port-calls/${callId}`, { key })).body.status).toBe('SCHEDULED');
   const created = await rest(writer, '/v1/service-orders', {
     method: 'POST',
     key,
@@ -41,7 +47,7 @@ async function writeThenRead(writer: string, reader: string, key: string): Promi
   expect(created.status, created.text).toBe(201);
   const orderId = created.body.id as string;
 
-  const viaRest = await rest(reader, `/v1/service-orders?portCallId=${callId}&limit=100`, { key });
+  const viaRest = await rest(reader, ordersPath, { key });
   expect((viaRest.body.data as Json[]).map((o) => o.id)).toContain(orderId);
   const viaGraphql = await gql(reader, CALL, { key, variables: { id: callId } });
   expect((viaGraphql.body.data as Json).portCall.serviceOrders.map((o: Json) => o.id)).toContain(orderId);

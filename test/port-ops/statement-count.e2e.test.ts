@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/env.js';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
-import { gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { gql, rest, staleKeptAnswers, startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
  * Statements the edge runs for every request whatever it asks (credential cache fill, audit
@@ -28,24 +28,43 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
   });
   afterAll(() => server?.close());
 
-  async function count(run: () => Promise<unknown>): Promise<{ domain: string[]; edge: string[] }> {
-    await run(); // warm the credential cache so the measured run is steady-state
+  const VERSION_READ = /from read_model_versions/;
+
+  async function record(run: () => Promise<unknown>): Promise<{ domain: string[]; versions: string[] }> {
     statements.length = 0;
     recording = true;
     await run();
     recording = false;
-    const domain = statements.filter((s) => !EDGE_TABLES.test(s));
+    const reads = statements.filter((s) => !EDGE_TABLES.test(s));
+    return {
+      domain: reads.filter((s) => !VERSION_READ.test(s)),
+      versions: reads.filter((s) => VERSION_READ.test(s)),
+    };
+  }
+
+  /**
+   * The statements of an execution (the kept answer is made stale first), then of the same request
+   * again: answered from the kept result after reading the data version alone.
+   */
+  async function count(run: () => Promise<unknown>): Promise<{ domain: string[] }> {
+    await run(); // warm the credential cache so the measured run is steady-state
+    await staleKeptAnswers(server);
+    const executed = await record(run);
     // Proof the log is really captured: each relation's one batched statement is there.
     for (const table of ['port_calls', 'vessels', 'ports', 'service_orders', 'vendors']) {
       expect(
-        domain.some((s) => new RegExp(`from .${table}. `).test(s)),
-        `${table} in\n${domain.join('\n')}`,
+        executed.domain.some((s) => new RegExp(`from .${table}. `).test(s)),
+        `${table} in\n${executed.domain.join('\n')}`,
       ).toBe(true);
     }
-    return { domain, edge: statements.filter((s) => EDGE_TABLES.test(s)) };
+    expect(executed.versions).toHaveLength(1);
+    const kept = await record(run);
+    expect(kept.domain, kept.domain.join('\n')).toEqual([]);
+    expect(kept.versions).toHaveLength(1);
+    return executed;
   }
 
-  it('GraphQL: 50 port calls with vessel, port, orders and vendors in at most 5 statements', async () => {
+  it('GraphQL: 50 port calls with vessel, port, orders and vendors in at most 5 statements plus the version read, then in the version read alone', async () => {
     let answer: Awaited<ReturnType<typeof gql>> | undefined;
     const { domain } = await count(async () => {
       answer = await gql(server.url, DASHBOARD_QUERY, { key: server.key('INSTITUTIONAL') });
@@ -57,7 +76,7 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
     expect(domain.length, domain.join('\n')).toBeLessThanOrEqual(5);
   });
 
-  it('REST: the same dashboard route in at most 5 statements', async () => {
+  it('REST: the same dashboard route in at most 5 statements plus the version read, then in the version read alone', async () => {
     let body: { data: unknown[] } | undefined;
     const { domain } = await count(async () => {
       const res = await rest(server.url, '/v1/dashboard/port-calls?limit=50', {

@@ -14,6 +14,7 @@ import { Migration20261124000300ReadModels } from './Migration20261124000300Read
 import { Migration20261124000400PortOpsListIndexes } from './Migration20261124000400PortOpsListIndexes.js';
 import { Migration20261125000100EventTraceContext } from './Migration20261125000100EventTraceContext.js';
 import { Migration20261125000200PortOpsOrderIndexes } from './Migration20261125000200PortOpsOrderIndexes.js';
+import { Migration20261125000300PortOpsVersions } from './Migration20261125000300PortOpsVersions.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -35,4 +36,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261124000400PortOpsListIndexes', class: Migration20261124000400PortOpsListIndexes },
   { name: 'Migration20261125000100EventTraceContext', class: Migration20261125000100EventTraceContext },
   { name: 'Migration20261125000200PortOpsOrderIndexes', class: Migration20261125000200PortOpsOrderIndexes },
+  { name: 'Migration20261125000300PortOpsVersions', class: Migration20261125000300PortOpsVersions },
 ];

@@ -1,0 +1,169 @@
+import {
+  Kind,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+import type { EntityManager } from '@mikro-orm/knex';
+import type { Principal } from '../kernel/principal.js';
+
+/*
+ * Answers kept between requests, inside the one pipeline (operation.ts): a query whose every field
+ * reads only one source's data executes once per version of that data, caller account and
+ * variables; later requests still pass the access check and admission, and are then answered
+ * from the kept result, which the pipeline formats as it formats a fresh one. So the answer is the
+ * same by every door and however often the operation was seen, and only the execution is saved.
+ *
+ * Invalidation: a source's version is read from the database on every request (one prepared point
+ * query) and a kept result serves only the version it was executed at. The version moves in the
+ * writing transaction (for port operations, by triggers: every writer moves it, the CLI and
+ * another gateway process included), so a client reads its own write on the next request, and a
+ * change made anywhere is served by every process on the next request after it commits. A result
+ * executed while a write committed may hold data newer than its version: never older.
+ *
+ * What may be kept is declared by the source as schema coordinates (`PortCall.eta`): fields whose
+ * value is a function of the source's data, the caller's account and the arguments only. A field
+ * that reads the clock, an outside service or anything else of the caller (a signed URL, a
+ * prediction, a report window ending "now") is left out, and any operation selecting it executes
+ * every time. Mutations and subscriptions always execute.
+ */
+
+/** Data whose answers may be kept: what it covers, and how its current version is read. */
+export interface AnswerSource {
+  /** Names the source in metrics (`port-ops`). */
+  readonly name: string;
+  /** `Type.field` coordinates whose value depends only on this data, the caller's scope and the arguments. */
+  readonly coordinates: ReadonlySet<string>;
+  /**
+   * What of the data the caller reads (its account), as a key; undefined when its answers are
+   * not to be kept (a caller who reads across accounts).
+   */
+  scopeOf(principal: Principal): string | undefined;
+  /** The committed version of what `scope` reads; a different string after any change to it. */
+  version(em: EntityManager, scope: string): Promise<string>;
+}
+
+/** The one source all of an operation's fields read, if there is one and the operation is a query. */
+export function answerSourceOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  sources: readonly AnswerSource[],
+): AnswerSource | undefined {
+  if (operation.operation !== 'query' || sources.length === 0) return undefined;
+  // Every coordinate the document selects (all its operations and fragments: a conservative superset).
+  const selected = new Set<string>();
+  const typeInfo = new TypeInfo(schema);
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        if (node.name.value === '__typename') return;
+        const parent = typeInfo.getParentType();
+        selected.add(`${parent?.name ?? '?'}.${node.name.value}`);
+      },
+    }),
+  );
+  if (document.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation !== 'query'))
+    return undefined;
+  return sources.find((source) => [...selected].every((c) => source.coordinates.has(c)));
+}
+
+export type AnswerOutcome = 'hit' | 'miss' | 'joined';
+
+interface Kept {
+  version: string;
+  result: ExecutionResult;
+  bytes: number;
+}
+
+/**
+ * The kept results, bounded by their size as JSON (ANSWER_CACHE_MB), least recently used dropped
+ * first. Concurrent misses for one key and version share one execution.
+ */
+export class AnswerCache {
+  private readonly kept = new Map<string, Kept>();
+  private readonly running = new Map<string, Promise<ExecutionResult>>();
+  private bytes = 0;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly observe: (source: string, outcome: AnswerOutcome) => void = () => undefined,
+  ) {}
+
+  get size(): { entries: number; bytes: number } {
+    return { entries: this.kept.size, bytes: this.bytes };
+  }
+
+  /**
+   * The result for `key` at the source's current version: kept, joined or executed now. If the
+   * version cannot be read (the database is down) the operation executes as if nothing were kept,
+   * and answers whatever that execution meets.
+   */
+  async answer(
+    source: AnswerSource,
+    em: EntityManager,
+    scope: string,
+    key: string,
+    execute: () => ExecutionResult | Promise<ExecutionResult>,
+  ): Promise<ExecutionResult> {
+    let version: string;
+    try {
+      version = await source.version(em, scope);
+    } catch {
+      return execute();
+    }
+    const kept = this.kept.get(key);
+    if (kept && kept.version === version) {
+      // Most recently used last.
+      this.kept.delete(key);
+      this.kept.set(key, kept);
+      this.observe(source.name, 'hit');
+      return kept.result;
+    }
+    const runKey = `${version}\u0000${key}`;
+    const running = this.running.get(runKey);
+    if (running) {
+      this.observe(source.name, 'joined');
+      return running;
+    }
+    this.observe(source.name, 'miss');
+    const execution = Promise.resolve(execute()).then((result) => {
+      if (!result.errors?.length) this.keep(key, version, result);
+      return result;
+    });
+    this.running.set(runKey, execution);
+    const forget = () => this.running.delete(runKey);
+    execution.then(forget, forget);
+    return execution;
+  }
+
+  private keep(key: string, version: string, result: ExecutionResult): void {
+    const bytes = JSON.stringify(result.data)?.length ?? 0;
+    if (bytes > this.maxBytes) return;
+    const previous = this.kept.get(key);
+    if (previous) {
+      this.kept.delete(key);
+      this.bytes -= previous.bytes;
+    }
+    while (this.bytes + bytes > this.maxBytes) {
+      const oldest = this.kept.entries().next();
+      if (oldest.done) break;
+      this.kept.delete(oldest.value[0]);
+      this.bytes -= oldest.value[1].bytes;
+    }
+    // Frozen: every request shares this object, and nothing downstream may change it.
+    this.kept.set(key, { version, result: { data: deepFreeze(result.data) }, bytes });
+    this.bytes += bytes;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
+  for (const item of Object.values(value)) deepFreeze(item);
+  return Object.freeze(value);
+}
