@@ -15,6 +15,11 @@ export interface Database {
   dialect: Dialect;
   /** A fresh, request-scoped entity manager. */
   em(): EntityManager;
+  /**
+   * The ORM's own entity manager, never forked: for statements that load no entities (a version
+   * read on every request), which need its connection and not an identity map of their own.
+   */
+  readonly root: EntityManager;
   /** Runs pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
   /** True when the database answers a trivial query. */
@@ -89,6 +94,7 @@ export async function openDatabase(url: string, options: DatabaseOptions): Promi
     orm,
     dialect: postgres ? 'postgresql' : 'sqlite',
     em: () => orm.em.fork() as EntityManager,
+    root: orm.em as EntityManager,
     async migrate() {
       // MikroORM's migrator would quietly create a missing PostgreSQL database: a typo in
       // DATABASE_URL must be an error, not a fresh empty database.

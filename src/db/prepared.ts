@@ -274,30 +274,80 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
   return result;
 }
 
-/** Statements of `preparedRows`, on each SQLite connection, by SQL text (rows as keyed objects). */
-const sqliteRowStatements = new WeakMap<object, Map<string, { all(...params: unknown[]): unknown[] }>>();
+/** What `preparedRows` keeps on each SQLite connection: its statements, and rows kept until a change. */
+interface SqliteRowState {
+  statements: Map<string, { all(...params: unknown[]): unknown[] }>;
+  /** `total_changes()` and `PRAGMA data_version` when `kept` was last valid. */
+  changes: number;
+  dataVersion: number;
+  kept: Map<string, Array<Record<string, unknown>>>;
+  probe: { changes: { get(): unknown }; dataVersion: { get(): unknown } };
+}
+const sqliteRowStates = new WeakMap<object, SqliteRowState>();
+const MAX_KEPT_ROWS = 10_000;
 
 /**
  * A small read that maps to no entity (a version row, a count), prepared once per connection:
  * rows as keyed objects with the driver's values. Inside a transaction it joins the transaction.
+ *
+ * `untilChange`: on SQLite the rows are kept on the connection until the database changes, which
+ * costs two probes instead of a read: `total_changes()` (rows this connection changed, those its
+ * triggers changed included) and `PRAGMA data_version` (moves when another connection, such as
+ * the CLI in another process, commits). A change of either drops everything kept. PostgreSQL reads
+ * every time.
  */
 export async function preparedRows(
   em: EntityManager,
   sql: string,
   values: unknown[],
+  options: { untilChange?: boolean } = {},
 ): Promise<Array<Record<string, unknown>>> {
   const trx = em.getTransactionContext();
   if (trx) return em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
   return onPooledConnection(em, sql, values, {
     pg: (rows) => rows,
     sqlite: (connection) => {
-      let statements = sqliteRowStatements.get(connection);
-      if (!statements) sqliteRowStatements.set(connection, (statements = new Map()));
-      let statement = statements.get(sql);
-      if (!statement) statements.set(sql, (statement = (connection as SqliteConnection).prepare(sql)));
-      return statement.all(...values.map(sqliteValue)) as Array<Record<string, unknown>>;
+      const state = sqliteRowState(connection as SqliteConnection);
+      let key: string | undefined;
+      if (options.untilChange) {
+        const changes = Number(state.probe.changes.get());
+        const dataVersion = Number(state.probe.dataVersion.get());
+        if (changes !== state.changes || dataVersion !== state.dataVersion) {
+          state.kept.clear();
+          state.changes = changes;
+          state.dataVersion = dataVersion;
+        }
+        key = `${sql}\u0000${values.join('\u0000')}`;
+        const kept = state.kept.get(key);
+        if (kept) return kept;
+      }
+      let statement = state.statements.get(sql);
+      if (!statement) state.statements.set(sql, (statement = (connection as SqliteConnection).prepare(sql)));
+      const rows = statement.all(...values.map(sqliteValue)) as Array<Record<string, unknown>>;
+      if (key !== undefined) {
+        if (state.kept.size >= MAX_KEPT_ROWS) state.kept.clear();
+        state.kept.set(key, rows);
+      }
+      return rows;
     },
   });
+}
+
+function sqliteRowState(connection: SqliteConnection): SqliteRowState {
+  let state = sqliteRowStates.get(connection);
+  if (!state) {
+    const pluck = (sql: string) =>
+      (connection.prepare(sql) as unknown as { pluck(): { get(): unknown } }).pluck();
+    state = {
+      statements: new Map(),
+      changes: -1,
+      dataVersion: -1,
+      kept: new Map(),
+      probe: { changes: pluck('select total_changes()'), dataVersion: pluck('pragma data_version') },
+    };
+    sqliteRowStates.set(connection, state);
+  }
+  return state;
 }
 
 /** Keyed rows (PostgreSQL, or any dialect inside a transaction) through the ORM's result mapper. */

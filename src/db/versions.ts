@@ -55,7 +55,7 @@ export function announceChange(em: EntityManager): void {
  * CLI and raw SQL included, moves them in the writing transaction.
  */
 export async function readVersions(em: EntityManager, names: readonly [string, string]): Promise<string> {
-  const rows = await preparedRows(em, VERSIONS_OF_TWO, [...names]);
+  const rows = await preparedRows(em, VERSIONS_OF_TWO, [...names], { untilChange: true });
   const version = (name: string) => String(rows.find((r) => r.name === name)?.version ?? 0);
   return `${version(names[0])}.${version(names[1])}`;
 }

@@ -8,8 +8,8 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
-import type { EntityManager } from '@mikro-orm/knex';
 import type { Principal } from '../kernel/principal.js';
+import type { AppServices } from './context.js';
 
 /*
  * Answers kept between requests, inside the one pipeline (operation.ts): a query whose every field
@@ -43,8 +43,8 @@ export interface AnswerSource {
    * not to be kept (a caller who reads across accounts).
    */
   scopeOf(principal: Principal): string | undefined;
-  /** The committed version of what `scope` reads; a different string after any change to it. */
-  version(em: EntityManager, scope: string): Promise<string>;
+  /** The version of what `scope` reads, as an execution now would; a different string after any change. */
+  version(services: AppServices, scope: string): Promise<string>;
 }
 
 /** The one source all of an operation's fields read, if there is one and the operation is a query. */
@@ -106,14 +106,14 @@ export class AnswerCache {
    */
   async answer(
     source: AnswerSource,
-    em: EntityManager,
+    services: AppServices,
     scope: string,
     key: string,
     execute: () => ExecutionResult | Promise<ExecutionResult>,
   ): Promise<ExecutionResult> {
     let version: string;
     try {
-      version = await source.version(em, scope);
+      version = await source.version(services, scope);
     } catch {
       return execute();
     }

@@ -325,7 +325,7 @@ export class Operations {
     const scope = source.scopeOf(principal);
     if (scope === undefined) return execute();
     const key = `${prepared.id}\u0000${scope}\u0000${JSON.stringify(variables ?? {})}`;
-    return this.answers.answer(source, context.em, scope, key, execute);
+    return this.answers.answer(source, this.services, scope, key, execute);
   }
 
   /**

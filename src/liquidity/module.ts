@@ -1,4 +1,5 @@
 import type { DomainModule } from '../gateway/module.js';
+import { liquidityAnswers } from './answers.js';
 import { exportOpenApi, registerExport } from './export.js';
 import { LiquidityResolver } from './resolvers.js';
 import { liquidityRestRoutes } from './rest.js';
@@ -8,6 +9,7 @@ export const liquidityModule: DomainModule = {
   name: 'liquidity',
   resolvers: [LiquidityResolver],
   restRoutes: liquidityRestRoutes,
+  answers: liquidityAnswers,
   openApi: exportOpenApi,
   start(services) {
     const model = services.readModel;

@@ -79,5 +79,6 @@ export const portOpsAnswers: AnswerSource = {
   coordinates: new Set(Object.entries(FIELDS).flatMap(([type, fields]) => fields.map((f) => `${type}.${f}`))),
   // An admin reads every account's rows (common.ts `tenant`): its answers are not kept.
   scopeOf: (principal) => (isAdmin(principal) ? undefined : principal.accountId),
-  version: (em, accountId) => readVersions(em, ['port-ops', `port-ops:${accountId}`]),
+  // The version read loads no entities: the ORM's own manager, not a fork per request.
+  version: (services, accountId) => readVersions(services.db.root, ['port-ops', `port-ops:${accountId}`]),
 };

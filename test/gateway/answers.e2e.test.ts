@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openAppDatabase } from '../../src/database.js';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { parsePrometheus, seriesValue } from '../helpers/prometheus.js';
@@ -86,6 +87,25 @@ describeEachDialect('kept answers', (dialect) => {
     // The shared vessel register: every account's answers that show the vessel.
     await sql('update vessels set name = ? where imo = ?', ['RENAMED BY SQL', kept.vessel.imo]);
     expect((await read()).vessel.name).toBe('RENAMED BY SQL');
+  });
+
+  it('serve a change another connection commits (another process: the CLI, a second gateway)', async () => {
+    const call = await scheduledCall();
+    const read = async (): Promise<Json> =>
+      ((await gql(server.url, CALL, { key, variables: { id: call.id } })).body.data as Json).portCall;
+    await read();
+    expect((await read()).voyageReference).not.toBe('OTHER-CONNECTION');
+    // A connection of its own, as another process has (SQLite tells ours by PRAGMA data_version).
+    const other = await openAppDatabase(server.database.url);
+    try {
+      await other
+        .em()
+        .getConnection()
+        .execute('update port_calls set voyage_reference = ? where id = ?', ['OTHER-CONNECTION', call.id]);
+    } finally {
+      await other.close();
+    }
+    expect((await read()).voyageReference).toBe('OTHER-CONNECTION');
   });
 
   it("never serve one account's kept answer to another", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildSchema, parse, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
-import type { EntityManager } from '@mikro-orm/knex';
+import type { AppServices } from '../../src/gateway/context.js';
 import {
   AnswerCache,
   answerSourceOf,
@@ -57,7 +57,7 @@ describe('which operations may be kept', () => {
 });
 
 describe('AnswerCache', () => {
-  const em = {} as EntityManager;
+  const services = {} as AppServices; // the sources here ignore it
   const result = (n: number): ExecutionResult => ({ data: { calls: [{ id: String(n) }] } });
 
   function counting(): { outcomes: AnswerOutcome[]; cache: AnswerCache } {
@@ -70,7 +70,7 @@ describe('AnswerCache', () => {
     let executions = 0;
     const src = source(async () => version);
     const { outcomes, cache } = counting();
-    const run = () => cache.answer(src, em, 'acct', 'k', () => result(++executions));
+    const run = () => cache.answer(src, services, 'acct', 'k', () => result(++executions));
     expect(await run()).toEqual(result(1));
     expect(await run()).toEqual(result(1));
     version = '2';
@@ -81,8 +81,8 @@ describe('AnswerCache', () => {
   it('keeps a frozen copy: nothing downstream can change what later requests get', async () => {
     const { cache } = counting();
     const src = source(async () => '1');
-    await cache.answer(src, em, 'acct', 'k', () => result(1));
-    const kept = await cache.answer(src, em, 'acct', 'k', () => result(2));
+    await cache.answer(src, services, 'acct', 'k', () => result(1));
+    const kept = await cache.answer(src, services, 'acct', 'k', () => result(2));
     expect(() => {
       (kept.data!.calls as Array<{ id: string }>)[0]!.id = 'changed';
     }).toThrow(TypeError);
@@ -99,7 +99,7 @@ describe('AnswerCache', () => {
       await gate;
       return result(executions);
     };
-    const answers = Promise.all([1, 2, 3].map(() => cache.answer(src, em, 'acct', 'k', execute)));
+    const answers = Promise.all([1, 2, 3].map(() => cache.answer(src, services, 'acct', 'k', execute)));
     await new Promise((r) => setTimeout(r, 10));
     release();
     expect(await answers).toEqual([result(1), result(1), result(1)]);
@@ -112,15 +112,15 @@ describe('AnswerCache', () => {
     const src = source(async () => '1');
     const failed: ExecutionResult = { data: null, errors: [] };
     Object.assign(failed, { errors: [new Error('boom')] });
-    await cache.answer(src, em, 'acct', 'k', () => failed);
-    await cache.answer(src, em, 'acct', 'k', () => result(1));
+    await cache.answer(src, services, 'acct', 'k', () => failed);
+    await cache.answer(src, services, 'acct', 'k', () => result(1));
     expect(outcomes).toEqual(['miss', 'miss']);
   });
 
   it('executes as if nothing were kept when the version cannot be read', async () => {
     const { outcomes, cache } = counting();
     const src = source(() => Promise.reject(new Error('database down')));
-    expect(await cache.answer(src, em, 'acct', 'k', () => result(7))).toEqual(result(7));
+    expect(await cache.answer(src, services, 'acct', 'k', () => result(7))).toEqual(result(7));
     expect(outcomes).toEqual([]);
     expect(cache.size.entries).toBe(0);
   });
@@ -129,12 +129,12 @@ describe('AnswerCache', () => {
     const one = JSON.stringify(result(1).data).length;
     const cache = new AnswerCache(one * 2);
     const src = source(async () => '1');
-    for (const k of ['a', 'b']) await cache.answer(src, em, 'acct', k, () => result(1));
-    await cache.answer(src, em, 'acct', 'a', () => result(9)); // a is now the most recent
-    await cache.answer(src, em, 'acct', 'c', () => result(3));
+    for (const k of ['a', 'b']) await cache.answer(src, services, 'acct', k, () => result(1));
+    await cache.answer(src, services, 'acct', 'a', () => result(9)); // a is now the most recent
+    await cache.answer(src, services, 'acct', 'c', () => result(3));
     expect(cache.size).toEqual({ entries: 2, bytes: one * 2 });
     // b was dropped: it executes again; a is still kept.
-    expect(await cache.answer(src, em, 'acct', 'b', () => result(2))).toEqual(result(2));
-    expect(await cache.answer(src, em, 'acct', 'c', () => result(8))).toEqual(result(3));
+    expect(await cache.answer(src, services, 'acct', 'b', () => result(2))).toEqual(result(2));
+    expect(await cache.answer(src, services, 'acct', 'c', () => result(8))).toEqual(result(3));
   });
 });

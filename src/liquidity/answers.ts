@@ -1,0 +1,104 @@
+import type { AnswerSource } from '../gateway/answers.js';
+import type { Published } from './read-model.js';
+
+/*
+ * The liquidity reads whose results the gateway may keep between requests
+ * (src/gateway/answers.ts): the protocol list and profiles, the market with its indices, and the
+ * backtest. Each is a function of the published snapshot (read-model.ts) and the arguments only,
+ * and the same for every caller, so one kept result serves every account. The version is the
+ * snapshot itself: a new snapshot (a local write, a change from another process through the bus
+ * or the version poll) is a new version, so a kept answer is exactly as fresh as the read model.
+ *
+ * Left out: scores, score history and audits (a scoring profile is the caller's own, and
+ * confidence ages with the clock), watchlists, profiles, exports and every mutation.
+ */
+const FIELDS: Record<string, readonly string[]> = {
+  Query: ['protocols', 'protocol', 'market', 'backtest'],
+  ProtocolConnection: ['edges', 'nodes', 'pageInfo', 'totalCount'],
+  ProtocolEdge: ['cursor', 'node'],
+  PageInfo: ['hasNextPage', 'hasPreviousPage', 'startCursor', 'endCursor'],
+  Protocol: [
+    'id',
+    'slug',
+    'name',
+    'category',
+    'active',
+    'description',
+    'tokenSymbol',
+    'issuer',
+    'jurisdiction',
+    'regulatoryStatus',
+    'custodian',
+    'qualifiedCustodian',
+    'auditor',
+    'governanceModel',
+    'governanceMaturity',
+    'chains',
+    'tokenStandard',
+    'redemptionFrequency',
+    'noticePeriodDays',
+    'redemptionGates',
+    'yieldPct',
+    'yieldAttribution',
+    'launchDate',
+    'kycRequired',
+    'accreditedOnly',
+    'sanctionsScreening',
+    'transferRestrictions',
+    'regulatoryFilings',
+    'website',
+    'liquidityScore',
+    'liquidityTier',
+    'scoreAsOf',
+    'lastDataAt',
+    'createdAt',
+    'updatedAt',
+    'aumUsd',
+    'minimumInvestmentUsd',
+    'currency',
+  ],
+  YieldSource: ['source', 'sharePct'],
+  RegulatoryFiling: ['regulator', 'reference', 'filedOn'],
+  Market: [
+    'category',
+    'asOf',
+    'protocolCount',
+    'totalAumUsd',
+    'currency',
+    'averageScore',
+    'averageYieldPct',
+    'tierDistribution',
+    'indices',
+  ],
+  TierDistribution: ['L1', 'L2', 'L3', 'ILLIQUID'],
+  CompositeIndex: ['code', 'name', 'score'],
+  Backtest: [
+    'lookbackDays',
+    'from',
+    'to',
+    'protocolsEvaluated',
+    'aumRetentionCorrelation',
+    'l1StabilityRate',
+    'illiquidPredictionAccuracy',
+    'l1AtStart',
+    'illiquidAtEnd',
+  ],
+};
+
+/** Each snapshot's number: a snapshot reloaded at the same database version is still a new one. */
+const numbers = new WeakMap<Published, number>();
+let loaded = 0;
+
+function numberOf(snapshot: Published): string {
+  let n = numbers.get(snapshot);
+  if (n === undefined) numbers.set(snapshot, (n = ++loaded));
+  return String(n);
+}
+
+export const liquidityAnswers: AnswerSource = {
+  name: 'liquidity',
+  coordinates: new Set(Object.entries(FIELDS).flatMap(([type, fields]) => fields.map((f) => `${type}.${f}`))),
+  // The same published data for every caller.
+  scopeOf: () => 'published',
+  version: async (services) => numberOf(await services.readModel.current()),
+};
