@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
-import { gql, rest, staleKeptAnswers, startTestServer, type Json, type TestServer } from '../helpers/server.js';
+import {
+  gql,
+  rest,
+  staleKeptAnswers,
+  startTestServer,
+  type Json,
+  type TestServer,
+} from '../helpers/server.js';
 
 /*
  * The plans of the port-ops reads: every statement the dashboard and the list routes run (with
