@@ -162,8 +162,42 @@ export class AnswerCache {
   }
 }
 
-function deepFreeze<T>(value: T): T {
+/** Freezes `value` and everything in it: a kept result, and what is derived from one once for all. */
+export function deepFreeze<T>(value: T): T {
   if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
   for (const item of Object.values(value)) deepFreeze(item);
   return Object.freeze(value);
+}
+
+const keptJson = new WeakMap<object, string>();
+
+function frozenJson(value: object): string {
+  let text = keptJson.get(value);
+  if (text === undefined) keptJson.set(value, (text = JSON.stringify(value)));
+  return text;
+}
+
+/**
+ * `JSON.stringify(value ?? null)`, with a frozen value (a kept result, or a body derived from one
+ * once for all the requests it serves) serialized once: it cannot change, and its text goes with
+ * it. A plain envelope around kept parts (`{ data, extensions }`) is written member by member,
+ * in the same order and form as JSON.stringify writes it, so only the parts that differ per
+ * request (the cost budget) are serialized each time.
+ */
+export function jsonOf(value: unknown): string {
+  if (value === null || value === undefined || typeof value !== 'object')
+    return JSON.stringify(value ?? null);
+  if (Object.isFrozen(value)) return frozenJson(value);
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (Array.isArray(value) || (proto !== Object.prototype && proto !== null)) return JSON.stringify(value);
+  const parts: string[] = [];
+  for (const [key, member] of Object.entries(value)) {
+    if (member === undefined || typeof member === 'function' || typeof member === 'symbol') continue;
+    const text =
+      member !== null && typeof member === 'object' && Object.isFrozen(member)
+        ? frozenJson(member)
+        : JSON.stringify(member);
+    parts.push(`${JSON.stringify(key)}:${text}`);
+  }
+  return `{${parts.join(',')}}`;
 }

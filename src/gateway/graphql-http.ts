@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod 
 import Negotiator from 'negotiator';
 import { AppError } from '../kernel/errors.js';
 import { andThen, isPromise, type MaybePromise } from '../kernel/maybe-async.js';
+import { jsonOf } from './answers.js';
 import type { AppServices, OperationMeta } from './context.js';
 import { formatGraphQLError } from './errors.js';
 import type { Answer, Operations, Prepared } from './operation.js';
@@ -142,7 +143,7 @@ function thinDoorRequest(
 function send(reply: FastifyReply, type: string, answer: Answer): void {
   reply.code(answer.status).headers(answer.headers).header('content-type', type);
   // Apollo's serialization: errors, data, extensions, and a trailing newline.
-  reply.send(JSON.stringify(answer.body) + '\n');
+  reply.send(jsonOf(answer.body) + '\n');
 }
 
 /** GraphQL over HTTP: a POST body must be application/json; anything else is 415 before parsing. */

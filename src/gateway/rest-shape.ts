@@ -1,3 +1,5 @@
+import { deepFreeze } from './answers.js';
+
 /**
  * The last step of a REST shim: what aliases cannot say. The liquidity document shows money as
  * JSON numbers (`aum_usd`), enum values as it spells them (`category: treasury`) and snake_case
@@ -44,9 +46,26 @@ export function snakeCaseKey(key: string): string {
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
 
-/** The body with the route's shape applied; without a shape, the body itself. */
+/**
+ * Shaped kept results (src/gateway/answers.ts), by route shape: a kept result is frozen and
+ * served to many requests, so its shaped form is too. Entries go with the result they were made of.
+ */
+const shapedKept = new WeakMap<Compiled, WeakMap<object, unknown>>();
+
+/**
+ * The body with the route's shape applied; without a shape, the body itself. A body shaped from a
+ * kept result is shared by the requests it serves, and frozen like it.
+ */
 export function shapeBody(body: unknown, shape: RestShape | undefined): unknown {
-  return shape ? shapeValue(body, compile(shape)) : body;
+  if (!shape) return body;
+  const compiledShape = compile(shape);
+  if (body === null || typeof body !== 'object' || !Object.isFrozen(body))
+    return shapeValue(body, compiledShape);
+  let memo = shapedKept.get(compiledShape);
+  if (!memo) shapedKept.set(compiledShape, (memo = new WeakMap()));
+  let shaped = memo.get(body);
+  if (shaped === undefined) memo.set(body, (shaped = deepFreeze(shapeValue(body, compiledShape))));
+  return shaped;
 }
 
 function shapeValue(value: unknown, shape: Compiled): unknown {

@@ -14,6 +14,7 @@ import {
 import { AppError, ERROR_CODES, badInput, notFound, type ErrorCode } from '../kernel/errors.js';
 import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
+import { jsonOf } from './answers.js';
 import type { OperationMeta } from './context.js';
 import type { Operations, PreparedOperation } from './operation.js';
 import type { ParamSpec, RestRoute } from './rest-routes.js';
@@ -144,7 +145,7 @@ function runRoute(
     const status = p.route.status ?? 200;
     reply.code(status);
     if (status === 204) reply.send();
-    else reply.type('application/json; charset=utf-8').send(JSON.stringify(body ?? null));
+    else reply.type('application/json; charset=utf-8').send(jsonOf(body));
   });
 }
 

@@ -4,6 +4,7 @@ import type { AppServices } from '../../src/gateway/context.js';
 import {
   AnswerCache,
   answerSourceOf,
+  jsonOf,
   type AnswerOutcome,
   type AnswerSource,
 } from '../../src/gateway/answers.js';
@@ -136,5 +137,38 @@ describe('AnswerCache', () => {
     // b was dropped: it executes again; a is still kept.
     expect(await cache.answer(src, services, 'acct', 'b', () => result(2))).toEqual(result(2));
     expect(await cache.answer(src, services, 'acct', 'c', () => result(8))).toEqual(result(3));
+  });
+});
+
+describe('jsonOf', () => {
+  it('writes what JSON.stringify writes, envelopes around kept parts included', () => {
+    const kept = Object.freeze({ calls: Object.freeze([Object.freeze({ id: '1', eta: null })]) });
+    const values: unknown[] = [
+      null,
+      undefined,
+      'text',
+      3,
+      [1, 'two', null],
+      { a: 1, skipped: undefined, fn: () => 1, nested: { b: [true] } },
+      { data: kept, extensions: { cost: { requested: 2, maximum: 10 } } },
+      { errors: [{ message: 'm' }], data: kept },
+      new Date('2026-11-25T00:00:00Z'),
+      Object.assign(Object.create(null) as object, { x: kept }),
+      kept,
+    ];
+    for (const value of values) expect(jsonOf(value)).toBe(JSON.stringify(value ?? null));
+  });
+
+  it('serializes a frozen value once, a fresh one every time', () => {
+    let calls = 0;
+    const counted = () => ({ toJSON: () => ++calls });
+    const frozen = Object.freeze(counted());
+    jsonOf({ data: frozen });
+    jsonOf({ data: frozen });
+    expect(calls).toBe(1);
+    const fresh = counted();
+    jsonOf({ data: fresh });
+    jsonOf({ data: fresh });
+    expect(calls).toBe(3);
   });
 });

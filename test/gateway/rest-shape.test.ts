@@ -41,4 +41,13 @@ describe('REST body shaping', () => {
       'id',
     ]);
   });
+
+  it('shapes a kept (frozen) result once for all the requests it serves, a fresh one every time', () => {
+    const kept = Object.freeze([Object.freeze({ aum_usd: '1.50', category: 'TREASURY' })]);
+    const first = shapeBody(kept, shape);
+    expect(first).toEqual([{ aum_usd: 1.5, category: 'treasury' }]);
+    expect(shapeBody(kept, shape)).toBe(first);
+    const fresh = [{ aum_usd: '1.50', category: 'TREASURY' }];
+    expect(shapeBody(fresh, shape)).not.toBe(shapeBody(fresh, shape));
+  });
 });
