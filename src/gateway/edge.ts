@@ -67,20 +67,22 @@ export function registerEdge(
       reply.elapsedTime / 1000,
       request.gatewayMeta?.errorCodes ?? [],
     );
-    // Fastify's own request lines are off (app.ts): this one says who called what.
-    request.log.info(
-      {
-        method: request.method,
-        url: loggableUrl(request.url),
-        route,
-        status,
-        durationMs: Math.round(reply.elapsedTime * 10) / 10,
-        accountId: principal?.accountId,
-        credentialKind: principal?.credential.kind,
-        credentialId: principal?.credential.id,
-      },
-      'request completed',
-    );
+    // Fastify's own request lines are off (app.ts): this one says who called what. Built only
+    // when it will be written (LOG_LEVEL info or lower).
+    if (INFO_OR_LOWER.has(request.log.level))
+      request.log.info(
+        {
+          method: request.method,
+          url: loggableUrl(request.url),
+          route,
+          status,
+          durationMs: Math.round(reply.elapsedTime * 10) / 10,
+          accountId: principal?.accountId,
+          credentialKind: principal?.credential.kind,
+          credentialId: principal?.credential.id,
+        },
+        'request completed',
+      );
     if (!name) return done();
     audit.record({
       at: clock.now(),
@@ -98,8 +100,12 @@ export function registerEdge(
   });
 }
 
+/** Levels at which the request line is written. */
+const INFO_OR_LOWER = new Set(['trace', 'debug', 'info']);
+
 /** Query values that are credentials (a signed upload URL's token) never reach a log line. */
 export function loggableUrl(url: string): string {
+  if (!url.includes('?')) return url;
   return url.replace(/([?&](?:token|access_token|client_secret)=)[^&#]*/g, '$1[REDACTED]');
 }
 

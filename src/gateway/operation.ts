@@ -105,6 +105,7 @@ export interface Admitted {
 
 const MAX_PREPARED = 1000;
 const MAX_REJECTED = 500;
+const COSTS_PER_OPERATION = 64;
 
 /** A Map used as an LRU: a hit moves the key to the end, an insert past the bound drops the oldest. */
 class Lru<V> {
@@ -135,6 +136,7 @@ export class Operations {
   private readonly rejected = new Lru<RejectedOperation>(MAX_REJECTED);
   private readonly rules: readonly ValidationRule[];
   private readonly answers: AnswerCache | undefined;
+  private readonly costs = new WeakMap<PreparedOperation, Map<string, number>>();
   private preparedCount = 0;
 
   constructor(
@@ -281,8 +283,7 @@ export class Operations {
    * per-minute budget after this call (the X-RateLimit-* headers' numbers).
    */
   private withCost(answer: Answer, admitted: Admitted): Answer {
-    const { prepared, variables } = admitted;
-    const requested = estimateCost(this.schema, prepared.document, prepared.operationName, variables);
+    const requested = this.requestedCost(admitted);
     const headers = answer.headers;
     const limit = headers['X-RateLimit-Limit'];
     const budget =
@@ -295,6 +296,23 @@ export class Operations {
           };
     const cost = { requested, maximum: this.services.config.graphqlMaxCost, ...(budget ? { budget } : {}) };
     return { ...answer, body: { ...answer.body, extensions: { ...answer.body.extensions, cost } } };
+  }
+
+  /**
+   * The estimate is a function of the document and the variables: computed once per variable set
+   * of a prepared operation (a few sets are kept per operation; a dashboard sends the same ones).
+   */
+  private requestedCost({ prepared, variables }: Admitted): number {
+    let known = this.costs.get(prepared);
+    if (!known) this.costs.set(prepared, (known = new Map()));
+    const key = variables === undefined ? '' : JSON.stringify(variables);
+    let cost = known.get(key);
+    if (cost === undefined) {
+      cost = estimateCost(this.schema, prepared.document, prepared.operationName, variables);
+      if (known.size >= COSTS_PER_OPERATION) known.clear();
+      known.set(key, cost);
+    }
+    return cost;
   }
 
   private executeOnce(admitted: Admitted, root: unknown, m: OperationMeta): MaybePromise<Answer> {
