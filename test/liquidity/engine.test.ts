@@ -235,6 +235,19 @@ describe('methodology 1.7 engine', () => {
       }),
       { numRuns: 300 },
     );
+    // The text around the inputs is kept per weights and caps objects: one changed in place is written again.
+    fc.assert(
+      fc.property(inputsArb, weightsArb, capsArb, capsArb, (inputs, weights, caps, other) => {
+        const mutable = { ...caps };
+        auditIdOf(inputs, weights, mutable);
+        Object.assign(mutable, other);
+        const expected = createHash('sha256')
+          .update(canonicalJson({ methodology: '1.7', inputs, weights, caps: other }))
+          .digest('hex');
+        expect(auditIdOf(inputs, weights, mutable)).toBe(expected);
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('scores a hand-worked example exactly as METHODOLOGY.md shows', () => {

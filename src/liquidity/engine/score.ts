@@ -259,8 +259,50 @@ function inputsJson(i: ScoreInputs): string {
  * checks the two serialisations agree).
  */
 export function auditIdOf(inputs: ScoreInputs, weights: Weights, caps: PenaltyCaps): string {
-  const json = `{"caps":{"attestation":${scalar(caps.attestation)},"concentration":${scalar(caps.concentration)},"deviation":${scalar(caps.deviation)},"queue":${scalar(caps.queue)},"staleness":${scalar(caps.staleness)}},"inputs":${inputsJson(inputs)},"methodology":${METHODOLOGY},"weights":{"aum":${scalar(weights.aum)},"issuer":${scalar(weights.issuer)},"jurisdiction":${scalar(weights.jurisdiction)},"redemption":${scalar(weights.redemption)},"volume":${scalar(weights.volume)}}}`;
-  return hash('sha256', json, 'hex');
+  const { head, tail } = framingOf(weights, caps);
+  return hash('sha256', head + inputsJson(inputs) + tail, 'hex');
+}
+
+/**
+ * The text around the inputs depends only on the weights and caps: it is written once per pair of
+ * objects (a run scores thousands of days under the same two) and kept with the numbers it was
+ * written from, so a pair changed in place is written again.
+ */
+interface Framing {
+  head: string;
+  tail: string;
+  numbers: number[];
+}
+const framings = new WeakMap<Weights, WeakMap<PenaltyCaps, Framing>>();
+
+function numbersOf(weights: Weights, caps: PenaltyCaps): number[] {
+  return [
+    caps.attestation,
+    caps.concentration,
+    caps.deviation,
+    caps.queue,
+    caps.staleness,
+    weights.aum,
+    weights.issuer,
+    weights.jurisdiction,
+    weights.redemption,
+    weights.volume,
+  ];
+}
+
+function framingOf(weights: Weights, caps: PenaltyCaps): Framing {
+  let byCaps = framings.get(weights);
+  if (!byCaps) framings.set(weights, (byCaps = new WeakMap()));
+  const numbers = numbersOf(weights, caps);
+  const known = byCaps.get(caps);
+  if (known && known.numbers.every((n, k) => Object.is(n, numbers[k]))) return known;
+  const framing: Framing = {
+    head: `{"caps":{"attestation":${scalar(caps.attestation)},"concentration":${scalar(caps.concentration)},"deviation":${scalar(caps.deviation)},"queue":${scalar(caps.queue)},"staleness":${scalar(caps.staleness)}},"inputs":`,
+    tail: `,"methodology":${METHODOLOGY},"weights":{"aum":${scalar(weights.aum)},"issuer":${scalar(weights.issuer)},"jurisdiction":${scalar(weights.jurisdiction)},"redemption":${scalar(weights.redemption)},"volume":${scalar(weights.volume)}}}`,
+    numbers,
+  };
+  byCaps.set(caps, framing);
+  return framing;
 }
 
 /** The score: Σ weight × component − Σ capped penalty, clamped to 0–100, two decimals. */
