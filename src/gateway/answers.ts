@@ -7,6 +7,7 @@ import {
   type ExecutionResult,
   type GraphQLSchema,
   type OperationDefinitionNode,
+  type ValueNode,
 } from 'graphql';
 import type { Principal } from '../kernel/principal.js';
 import type { AppServices } from './context.js';
@@ -45,6 +46,22 @@ export interface AnswerSource {
   scopeOf(principal: Principal): string | undefined;
   /** The version of what `scope` reads, as an execution now would; a different string after any change. */
   version(services: AppServices, scope: string): Promise<string>;
+  /**
+   * Arguments (`Query.scores(profileId:)`) that bring in data the version does not cover: an answer
+   * is kept only when the argument is absent or null (a variable feeding it is checked per request).
+   */
+  readonly keptOnlyWithout?: ReadonlySet<string>;
+}
+
+/** A query whose results may be kept: its source, and the variables that must be unset for that. */
+export interface Keepable {
+  readonly source: AnswerSource;
+  readonly unlessSet: readonly string[];
+}
+
+/** Whether this request's variables let a keepable operation's result be kept. */
+export function keptWith(keepable: Keepable, variables: Record<string, unknown> | undefined): boolean {
+  return keepable.unlessSet.every((name) => variables?.[name] === undefined || variables[name] === null);
 }
 
 /** The one source all of an operation's fields read, if there is one and the operation is a query. */
@@ -53,24 +70,44 @@ export function answerSourceOf(
   document: DocumentNode,
   operation: OperationDefinitionNode,
   sources: readonly AnswerSource[],
-): AnswerSource | undefined {
+): Keepable | undefined {
   if (operation.operation !== 'query' || sources.length === 0) return undefined;
-  // Every coordinate the document selects (all its operations and fragments: a conservative superset).
+  if (document.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation !== 'query'))
+    return undefined;
+  // Every coordinate the document selects (all its operations and fragments: a conservative
+  // superset), and every argument given with its value.
   const selected = new Set<string>();
+  const given: Array<{ argument: string; value: ValueNode }> = [];
   const typeInfo = new TypeInfo(schema);
   visit(
     document,
     visitWithTypeInfo(typeInfo, {
       Field(node) {
         if (node.name.value === '__typename') return;
-        const parent = typeInfo.getParentType();
-        selected.add(`${parent?.name ?? '?'}.${node.name.value}`);
+        const coordinate = `${typeInfo.getParentType()?.name ?? '?'}.${node.name.value}`;
+        selected.add(coordinate);
+        for (const arg of node.arguments ?? [])
+          given.push({ argument: `${coordinate}(${arg.name.value}:)`, value: arg.value });
       },
     }),
   );
-  if (document.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation !== 'query'))
-    return undefined;
-  return sources.find((source) => [...selected].every((c) => source.coordinates.has(c)));
+  const defaults = new Map(
+    (operation.variableDefinitions ?? []).map((d) => [d.variable.name.value, d.defaultValue]),
+  );
+  for (const source of sources) {
+    if (![...selected].every((c) => source.coordinates.has(c))) continue;
+    const unlessSet: string[] = [];
+    const keepable = given.every(({ argument, value }) => {
+      if (!source.keptOnlyWithout?.has(argument) || value.kind === Kind.NULL) return true;
+      if (value.kind !== Kind.VARIABLE) return false;
+      const fallback = defaults.get(value.name.value);
+      if (fallback && fallback.kind !== Kind.NULL) return false;
+      unlessSet.push(value.name.value);
+      return true;
+    });
+    return keepable ? { source, unlessSet } : undefined;
+  }
+  return undefined;
 }
 
 export type AnswerOutcome = 'hit' | 'miss' | 'joined';

@@ -22,7 +22,7 @@ import { AppError, isAppError, withHeaders } from '../kernel/errors.js';
 import { andThen, isPromise, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
-import { AnswerCache, answerSourceOf, type AnswerSource } from './answers.js';
+import { AnswerCache, answerSourceOf, keptWith, type AnswerSource, type Keepable } from './answers.js';
 import { createContext, type AppServices, type GatewayContext, type OperationMeta } from './context.js';
 import { estimateCost } from './demand.js';
 import { formatErrors, toGraphQLError } from './errors.js';
@@ -62,7 +62,7 @@ export interface PreparedOperation {
   /** Names this prepared operation among the kept answers (answers.ts). */
   readonly id: number;
   /** The one source all its fields read, when its results may be kept between requests. */
-  readonly answers: AnswerSource | undefined;
+  readonly answers: Keepable | undefined;
 }
 
 /** A document that cannot run: a syntax or validation error, or no operation to pick. */
@@ -338,8 +338,10 @@ export class Operations {
     const { prepared, context, variables } = admitted;
     const execute = () => prepared.compiled.query(root, context, variables);
     const principal = context.principal;
-    const source = prepared.answers;
-    if (!this.answers || !source || root !== undefined || !principal) return execute();
+    const keepable = prepared.answers;
+    if (!this.answers || !keepable || root !== undefined || !principal || !keptWith(keepable, variables))
+      return execute();
+    const source = keepable.source;
     const scope = source.scopeOf(principal);
     if (scope === undefined) return execute();
     const key = `${prepared.id}\u0000${scope}\u0000${JSON.stringify(variables ?? {})}`;

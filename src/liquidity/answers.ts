@@ -9,11 +9,38 @@ import type { Published } from './read-model.js';
  * snapshot itself: a new snapshot (a local write, a change from another process through the bus
  * or the version poll) is a new version, so a kept answer is exactly as fresh as the read model.
  *
- * Left out: scores, score history and audits (a scoring profile is the caller's own, and
- * confidence ages with the clock), watchlists, profiles, exports and every mutation.
+ * Scores and score history are kept under the default methodology only: with a `profileId` they
+ * read the caller's own scoring profile (a database row the snapshot does not cover) and record the
+ * audit ids served, so such a request executes every time. Left out: score audits, watchlists,
+ * profiles, exports and every mutation.
  */
 const FIELDS: Record<string, readonly string[]> = {
-  Query: ['protocols', 'protocol', 'market', 'backtest'],
+  Query: ['protocols', 'protocol', 'market', 'backtest', 'scores', 'score', 'scoreHistory'],
+  ScoreConnection: ['edges', 'nodes', 'pageInfo', 'totalCount'],
+  ScoreEdge: ['cursor', 'node'],
+  Score: [
+    'protocolId',
+    'slug',
+    'name',
+    'score',
+    'tier',
+    'components',
+    'penalties',
+    'weights',
+    'confidence',
+    'auditId',
+    'asOf',
+    'dataDate',
+    'methodologyVersion',
+    'profileId',
+    'protocol',
+  ],
+  ScoreComponents: ['aum', 'redemption', 'volume', 'issuer', 'jurisdiction'],
+  PenaltyAssessment: ['kind', 'points', 'cap'],
+  ScoreWeights: ['aum', 'redemption', 'volume', 'issuer', 'jurisdiction'],
+  DataConfidence: ['level', 'score', 'freshness', 'completeness'],
+  ScoreHistory: ['slug', 'profileId', 'trajectory', 'trend', 'points'],
+  ScorePoint: ['date', 'score', 'tier', 'auditId'],
   ProtocolConnection: ['edges', 'nodes', 'pageInfo', 'totalCount'],
   ProtocolEdge: ['cursor', 'node'],
   PageInfo: ['hasNextPage', 'hasPreviousPage', 'startCursor', 'endCursor'],
@@ -100,5 +127,10 @@ export const liquidityAnswers: AnswerSource = {
   coordinates: new Set(Object.entries(FIELDS).flatMap(([type, fields]) => fields.map((f) => `${type}.${f}`))),
   // The same published data for every caller.
   scopeOf: () => 'published',
+  keptOnlyWithout: new Set([
+    'Query.scores(profileId:)',
+    'Query.score(profileId:)',
+    'Query.scoreHistory(profileId:)',
+  ]),
   version: async (services) => numberOf(await services.readModel.current()),
 };

@@ -6,11 +6,13 @@ import {
   answerSourceOf,
   jsonOf,
   type AnswerOutcome,
+  keptWith,
   type AnswerSource,
+  type Keepable,
 } from '../../src/gateway/answers.js';
 
 const schema = buildSchema(`
-  type Query { calls: [Call!]! clock: String! }
+  type Query { calls(profile: ID): [Call!]! clock: String! }
   type Mutation { touch: Boolean! }
   type Call { id: ID! eta: String! vessel: Vessel! }
   type Vessel { name: String! hoursToArrival: Int! }
@@ -28,9 +30,17 @@ function source(version: () => Promise<string>, coordinates: string[] = []): Ans
 const COVERED = ['Query.calls', 'Call.id', 'Call.eta', 'Call.vessel', 'Vessel.name'];
 
 function sourceFor(text: string): AnswerSource | undefined {
+  return keepableFor(text)?.source;
+}
+
+function keepableFor(text: string): Keepable | undefined {
   const document = parse(text);
   const operation = document.definitions[0] as OperationDefinitionNode;
-  return answerSourceOf(schema, document, operation, [source(async () => '1', COVERED)]);
+  const covered = {
+    ...source(async () => '1', COVERED),
+    keptOnlyWithout: new Set(['Query.calls(profile:)']),
+  };
+  return answerSourceOf(schema, document, operation, [covered]);
 }
 
 describe('which operations may be kept', () => {
@@ -49,11 +59,24 @@ describe('which operations may be kept', () => {
     expect(sourceFor('{ __schema { queryType { name } } }')).toBeUndefined();
   });
 
+  it('with an argument the version does not cover only when it is absent or null, a variable checked per request', () => {
+    expect(keepableFor('{ calls { id } }')?.unlessSet).toEqual([]);
+    expect(keepableFor('{ calls(profile: null) { id } }')?.unlessSet).toEqual([]);
+    expect(keepableFor('{ calls(profile: "p1") { id } }')).toBeUndefined();
+    expect(keepableFor('query Q($p: ID = "p1") { calls(profile: $p) { id } }')).toBeUndefined();
+    const keepable = keepableFor('query Q($p: ID) { calls(profile: $p) { id } }')!;
+    expect(keepable.unlessSet).toEqual(['p']);
+    expect(keptWith(keepable, undefined)).toBe(true);
+    expect(keptWith(keepable, { p: null })).toBe(true);
+    expect(keptWith(keepable, { p: 'p1' })).toBe(false);
+  });
+
   it('never a mutation, nor a query beside one in the same document', () => {
     expect(sourceFor('mutation { touch }')).toBeUndefined();
     const document = parse('query Q { calls { id } } mutation M { touch }');
     const query = document.definitions[0] as OperationDefinitionNode;
     expect(answerSourceOf(schema, document, query, [source(async () => '1', COVERED)])).toBeUndefined();
+    expect(sourceFor('{ calls { id } }')?.name).toBe('test');
   });
 });
 

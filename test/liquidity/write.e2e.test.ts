@@ -173,6 +173,11 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
       });
       expect(updated.status).toBe(200);
       expect(updated.body.penalty_caps).toMatchObject({ queue: 10, staleness: 5 });
+      // Scores under a profile are never kept (src/liquidity/answers.ts): the new caps count at once.
+      const rescored = await rest(server.url, `/v1/scores?limit=5&profile_id=${id}`, { key: pro });
+      expect(rescored.body.map((s: Json) => s.audit_id)).not.toEqual(
+        scored.body.map((s: Json) => s.audit_id),
+      );
       const del = await rest(server.url, `/v1/scoring-profiles/${id}`, { method: 'DELETE', key: pro });
       expect(del.status).toBe(204);
       expect(
