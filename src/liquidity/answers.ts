@@ -1,4 +1,5 @@
 import type { AnswerSource } from '../gateway/answers.js';
+import { PROFILE_FIELDS } from './protocols.js';
 import type { Published } from './read-model.js';
 
 /*
@@ -44,36 +45,10 @@ const FIELDS: Record<string, readonly string[]> = {
   ProtocolConnection: ['edges', 'nodes', 'pageInfo', 'totalCount'],
   ProtocolEdge: ['cursor', 'node'],
   PageInfo: ['hasNextPage', 'hasPreviousPage', 'startCursor', 'endCursor'],
+  // What a caller may set, and what the snapshot derives (score, tier, AUM, dates): all plain data.
   Protocol: [
+    ...PROFILE_FIELDS,
     'id',
-    'slug',
-    'name',
-    'category',
-    'active',
-    'description',
-    'tokenSymbol',
-    'issuer',
-    'jurisdiction',
-    'regulatoryStatus',
-    'custodian',
-    'qualifiedCustodian',
-    'auditor',
-    'governanceModel',
-    'governanceMaturity',
-    'chains',
-    'tokenStandard',
-    'redemptionFrequency',
-    'noticePeriodDays',
-    'redemptionGates',
-    'yieldPct',
-    'yieldAttribution',
-    'launchDate',
-    'kycRequired',
-    'accreditedOnly',
-    'sanctionsScreening',
-    'transferRestrictions',
-    'regulatoryFilings',
-    'website',
     'liquidityScore',
     'liquidityTier',
     'scoreAsOf',
@@ -81,7 +56,6 @@ const FIELDS: Record<string, readonly string[]> = {
     'createdAt',
     'updatedAt',
     'aumUsd',
-    'minimumInvestmentUsd',
     'currency',
   ],
   YieldSource: ['source', 'sharePct'],

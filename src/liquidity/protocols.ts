@@ -27,7 +27,7 @@ import type { ServiceDeps } from '../kernel/deps.js';
  */
 
 /** The profile fields a caller may set, in GraphQL spelling (files use the snake_case of each). */
-const PROFILE_FIELDS = [
+export const PROFILE_FIELDS = [
   'slug',
   'name',
   'category',
