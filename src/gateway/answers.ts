@@ -180,7 +180,8 @@ export class AnswerCache {
   }
 
   private keep(key: string, version: string, result: ExecutionResult): void {
-    const bytes = JSON.stringify(result.data)?.length ?? 0;
+    const text = JSON.stringify(result.data);
+    const bytes = text?.length ?? 0;
     if (bytes > this.maxBytes) return;
     const previous = this.kept.get(key);
     if (previous) {
@@ -194,7 +195,10 @@ export class AnswerCache {
       this.bytes -= oldest.value[1].bytes;
     }
     // Frozen: every request shares this object, and nothing downstream may change it.
-    this.kept.set(key, { version, result: { data: deepFreeze(result.data) }, bytes });
+    const data = deepFreeze(result.data);
+    // Its JSON is already written: the first request it serves need not write it again.
+    if (data && text !== undefined) keptJson.set(data, text);
+    this.kept.set(key, { version, result: { data }, bytes });
     this.bytes += bytes;
   }
 }
