@@ -43,6 +43,7 @@ describe('configuration', () => {
         API_KEY_ROTATION_GRACE: 'soon',
         LOG_LEVEL: 'verbose',
         TRUST_PROXY: '10.0.0.0/8, proxy.internal',
+        ANSWER_CACHE_MB: '-1',
       });
       expect.unreachable();
     } catch (e) {
@@ -58,6 +59,7 @@ describe('configuration', () => {
         "LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got 'verbose')",
       );
       expect(message).toContain("not understood: 'proxy.internal'");
+      expect(message).toContain("ANSWER_CACHE_MB must be an integer between 0 and 16384 (got '-1')");
     }
   });
 

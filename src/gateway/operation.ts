@@ -303,9 +303,11 @@ export class Operations {
    * of a prepared operation (a few sets are kept per operation; a dashboard sends the same ones).
    */
   private requestedCost({ prepared, variables }: Admitted): number {
+    const key = variablesKey(variables);
+    if (key === undefined)
+      return estimateCost(this.schema, prepared.document, prepared.operationName, variables);
     let known = this.costs.get(prepared);
     if (!known) this.costs.set(prepared, (known = new Map()));
-    const key = variables === undefined ? '' : JSON.stringify(variables);
     let cost = known.get(key);
     if (cost === undefined) {
       cost = estimateCost(this.schema, prepared.document, prepared.operationName, variables);
@@ -343,8 +345,9 @@ export class Operations {
       return execute();
     const source = keepable.source;
     const scope = source.scopeOf(principal);
-    if (scope === undefined) return execute();
-    const key = `${prepared.id}\u0000${scope}\u0000${JSON.stringify(variables ?? {})}`;
+    const vars = variablesKey(variables);
+    if (scope === undefined || vars === undefined) return execute();
+    const key = `${prepared.id}\u0000${scope}\u0000${vars}`;
     return this.answers.answer(source, this.services, scope, key, execute);
   }
 
@@ -431,6 +434,24 @@ export class Operations {
   format(errors: readonly GraphQLError[]): GraphQLFormattedError[] {
     return formatErrors(errors, (e) => this.services.logger.error({ err: e }, 'unexpected GraphQL error'));
   }
+}
+
+/** Variables longer than this as JSON are not used as a key: nothing is kept for them. */
+const MAX_VARIABLES_KEY = 2048;
+const variablesKeys = new WeakMap<object, string | undefined>();
+
+/**
+ * The request's variables as a memo key (JSON), written once per request for both the cost memo
+ * and the kept answers; undefined when too long to keep (an ingestion's whole file, say), so a
+ * large input is never retained as a key.
+ */
+function variablesKey(variables: Record<string, unknown> | undefined): string | undefined {
+  if (variables === undefined) return '';
+  if (variablesKeys.has(variables)) return variablesKeys.get(variables);
+  const text = JSON.stringify(variables);
+  const key = text.length <= MAX_VARIABLES_KEY ? text : undefined;
+  variablesKeys.set(variables, key);
+  return key;
 }
 
 /** When a plan and scopes are both missing, one error says both (402 wins the status). */
