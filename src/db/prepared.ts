@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityClass, EntityData, EntityMetadata } from '@mikro-orm/core';
+import type { MaybePromise } from '../kernel/maybe-async.js';
 import { jsonPropsOf, plainEntities } from './plain.js';
 
 /*
@@ -66,6 +67,14 @@ interface SqliteStatement {
 /** A pooled connection as knex's clients hand it out: better-sqlite3's Database or a pg Client. */
 interface SqliteConnection {
   prepare(sql: string): SqliteStatement;
+  readonly open: boolean;
+  readonly inTransaction: boolean;
+}
+/** knex's pool (tarn): its public counters. */
+interface TarnPool {
+  numUsed(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
 }
 interface PgConnection {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{
@@ -251,16 +260,33 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
       const { rows } = await (connection as PgConnection).query({ ...pgStatement(sql), values });
       result = run.pg(rows);
     } else {
+      sqliteConnections.set(knex.client as object, connection as SqliteConnection);
       result = run.sqlite(connection);
     }
   } catch (error) {
-    throw em
-      .getPlatform()
-      .getExceptionConverter()
-      .convertException(error as Error);
+    throw converted(em, error);
   } finally {
     await knex.client.releaseConnection(connection);
   }
+  logRead(em, sql, values, started, result);
+  return result;
+}
+
+function converted(em: EntityManager, error: unknown): Error {
+  return em
+    .getPlatform()
+    .getExceptionConverter()
+    .convertException(error as Error);
+}
+
+/** The statement in the ORM's query log, as the ORM logs its own. */
+function logRead(
+  em: EntityManager,
+  sql: string,
+  values: unknown[],
+  started: number,
+  result: { items: unknown[] } | unknown[],
+): void {
   const logger = em.config.getLogger();
   if (logger.isEnabled('query')) {
     logger.logQuery({
@@ -271,7 +297,27 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
       results: Array.isArray(result) ? result.length : result.items.length,
     });
   }
-  return result;
+}
+
+/** The SQLite connection knex's pool last handed out, per knex client. */
+const sqliteConnections = new WeakMap<object, SqliteConnection>();
+
+/**
+ * On SQLite, the pool's one connection when nothing holds it or waits for it, to run a read on
+ * at once instead of through an acquire (a promise and a timer). A synchronous read on it cannot
+ * interleave with anything: better-sqlite3 runs statements synchronously, and a transaction holds
+ * the connection out of the pool from its BEGIN to its COMMIT. Undefined inside a transaction, on
+ * PostgreSQL, and whenever the pool is busy or has replaced the connection.
+ */
+function idleSqliteConnection(em: EntityManager): SqliteConnection | undefined {
+  if (em.getTransactionContext()) return undefined;
+  // knex types its client as `any`; the pool is tarn's, created on first use.
+  const client = em.getKnex().client as { pool?: TarnPool };
+  const connection = sqliteConnections.get(client);
+  const pool = client.pool;
+  if (!connection || !pool) return undefined;
+  if (pool.numUsed() + pool.numPendingAcquires() + pool.numPendingCreates() > 0) return undefined;
+  return connection.open && !connection.inTransaction ? connection : undefined;
 }
 
 /** What `preparedRows` keeps on each SQLite connection: its statements, and rows kept until a change. */
@@ -296,41 +342,60 @@ const MAX_KEPT_ROWS = 10_000;
  * the CLI in another process, commits). A change of either drops everything kept. PostgreSQL reads
  * every time.
  */
-export async function preparedRows(
+export function preparedRows(
   em: EntityManager,
   sql: string,
   values: unknown[],
   options: { untilChange?: boolean } = {},
-): Promise<Array<Record<string, unknown>>> {
+): MaybePromise<Array<Record<string, unknown>>> {
+  const idle = idleSqliteConnection(em);
+  if (idle) {
+    const started = Date.now();
+    let rows: Array<Record<string, unknown>>;
+    try {
+      rows = sqliteRows(idle, sql, values, options);
+    } catch (error) {
+      return Promise.reject(converted(em, error));
+    }
+    logRead(em, sql, values, started, rows);
+    return rows;
+  }
   const trx = em.getTransactionContext();
   if (trx) return em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
   return onPooledConnection(em, sql, values, {
     pg: (rows) => rows,
-    sqlite: (connection) => {
-      const state = sqliteRowState(connection as SqliteConnection);
-      let key: string | undefined;
-      if (options.untilChange) {
-        const changes = Number(state.probe.changes.get());
-        const dataVersion = Number(state.probe.dataVersion.get());
-        if (changes !== state.changes || dataVersion !== state.dataVersion) {
-          state.kept.clear();
-          state.changes = changes;
-          state.dataVersion = dataVersion;
-        }
-        key = `${sql}\u0000${values.join('\u0000')}`;
-        const kept = state.kept.get(key);
-        if (kept) return kept;
-      }
-      let statement = state.statements.get(sql);
-      if (!statement) state.statements.set(sql, (statement = (connection as SqliteConnection).prepare(sql)));
-      const rows = statement.all(...values.map(sqliteValue)) as Array<Record<string, unknown>>;
-      if (key !== undefined) {
-        if (state.kept.size >= MAX_KEPT_ROWS) state.kept.clear();
-        state.kept.set(key, rows);
-      }
-      return rows;
-    },
+    sqlite: (connection) => sqliteRows(connection as SqliteConnection, sql, values, options),
   });
+}
+
+function sqliteRows(
+  connection: SqliteConnection,
+  sql: string,
+  values: unknown[],
+  options: { untilChange?: boolean },
+): Array<Record<string, unknown>> {
+  const state = sqliteRowState(connection);
+  let key: string | undefined;
+  if (options.untilChange) {
+    const changes = Number(state.probe.changes.get());
+    const dataVersion = Number(state.probe.dataVersion.get());
+    if (changes !== state.changes || dataVersion !== state.dataVersion) {
+      state.kept.clear();
+      state.changes = changes;
+      state.dataVersion = dataVersion;
+    }
+    key = `${sql}\u0000${values.join('\u0000')}`;
+    const kept = state.kept.get(key);
+    if (kept) return kept;
+  }
+  let statement = state.statements.get(sql);
+  if (!statement) state.statements.set(sql, (statement = connection.prepare(sql)));
+  const rows = statement.all(...values.map(sqliteValue)) as Array<Record<string, unknown>>;
+  if (key !== undefined) {
+    if (state.kept.size >= MAX_KEPT_ROWS) state.kept.clear();
+    state.kept.set(key, rows);
+  }
+  return rows;
 }
 
 function sqliteRowState(connection: SqliteConnection): SqliteRowState {

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import { knexIn } from './knex.js';
 import { preparedRows } from './prepared.js';
 
@@ -54,10 +55,11 @@ export function announceChange(em: EntityManager): void {
  * the database itself where triggers keep them (the port-operations rows), so every writer, the
  * CLI and raw SQL included, moves them in the writing transaction.
  */
-export async function readVersions(em: EntityManager, names: readonly [string, string]): Promise<string> {
-  const rows = await preparedRows(em, VERSIONS_OF_TWO, [...names], { untilChange: true });
-  const version = (name: string) => String(rows.find((r) => r.name === name)?.version ?? 0);
-  return `${version(names[0])}.${version(names[1])}`;
+export function readVersions(em: EntityManager, names: readonly [string, string]): MaybePromise<string> {
+  return andThen(preparedRows(em, VERSIONS_OF_TWO, [...names], { untilChange: true }), (rows) => {
+    const version = (name: string) => String(rows.find((r) => r.name === name)?.version ?? 0);
+    return `${version(names[0])}.${version(names[1])}`;
+  });
 }
 
 const VERSIONS_OF_TWO = 'select name, version from read_model_versions where name in (?, ?)';

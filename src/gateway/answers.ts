@@ -9,6 +9,7 @@ import {
   type OperationDefinitionNode,
   type ValueNode,
 } from 'graphql';
+import { isPromise, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
 import type { AppServices } from './context.js';
 
@@ -44,8 +45,12 @@ export interface AnswerSource {
    * not to be kept (a caller who reads across accounts).
    */
   scopeOf(principal: Principal): string | undefined;
-  /** The version of what `scope` reads, as an execution now would; a different string after any change. */
-  version(services: AppServices, scope: string): Promise<string>;
+  /**
+   * The version of what `scope` reads, as an execution now would; a different string after any
+   * change. Returned as it is when it is at hand (a snapshot in memory, an idle SQLite connection):
+   * a kept answer is then served without a promise.
+   */
+  version(services: AppServices, scope: string): MaybePromise<string>;
   /**
    * Arguments (`Query.scores(profileId:)`) that bring in data the version does not cover: an answer
    * is kept only when the argument is absent or null (a variable feeding it is checked per request).
@@ -139,21 +144,37 @@ export class AnswerCache {
   /**
    * The result for `key` at the source's current version: kept, joined or executed now. If the
    * version cannot be read (the database is down) the operation executes as if nothing were kept,
-   * and answers whatever that execution meets.
+   * and answers whatever that execution meets. Synchronous when the version is at hand and the
+   * result is kept.
    */
-  async answer(
+  answer(
     source: AnswerSource,
     services: AppServices,
     scope: string,
     key: string,
-    execute: () => ExecutionResult | Promise<ExecutionResult>,
-  ): Promise<ExecutionResult> {
-    let version: string;
+    execute: () => MaybePromise<ExecutionResult>,
+  ): MaybePromise<ExecutionResult> {
+    let version: MaybePromise<string>;
     try {
-      version = await source.version(services, scope);
+      version = source.version(services, scope);
     } catch {
       return execute();
     }
+    return isPromise(version)
+      ? version.then(
+          (v) => this.at(source, key, v, execute),
+          () => execute(),
+        )
+      : this.at(source, key, version, execute);
+  }
+
+  /** The result for `key` at `version`: the kept one, a running execution's, or a new execution's. */
+  private at(
+    source: AnswerSource,
+    key: string,
+    version: string,
+    execute: () => MaybePromise<ExecutionResult>,
+  ): MaybePromise<ExecutionResult> {
     const kept = this.kept.get(key);
     if (kept && kept.version === version) {
       // Most recently used last.

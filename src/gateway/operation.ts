@@ -292,7 +292,7 @@ export class Operations {
         : {
             limit: Number(limit),
             remaining: Number(headers['X-RateLimit-Remaining']),
-            resetAt: new Date(Number(headers['X-RateLimit-Reset']) * 1000).toISOString(),
+            resetAt: isoOfEpochSeconds(headers['X-RateLimit-Reset']),
           };
     const cost = { requested, maximum: this.services.config.graphqlMaxCost, ...(budget ? { budget } : {}) };
     return { ...answer, body: { ...answer.body, extensions: { ...answer.body.extensions, cost } } };
@@ -434,6 +434,15 @@ export class Operations {
   format(errors: readonly GraphQLError[]): GraphQLFormattedError[] {
     return formatErrors(errors, (e) => this.services.logger.error({ err: e }, 'unexpected GraphQL error'));
   }
+}
+
+let lastReset: { seconds: string | undefined; iso: string } = { seconds: undefined, iso: '' };
+
+/** `X-RateLimit-Reset` (epoch seconds) as ISO-8601; every call of a minute window has the same one. */
+function isoOfEpochSeconds(seconds: string | undefined): string {
+  if (lastReset.seconds !== seconds)
+    lastReset = { seconds, iso: new Date(Number(seconds) * 1000).toISOString() };
+  return lastReset.iso;
 }
 
 /** Variables longer than this as JSON are not used as a key: nothing is kept for them. */

@@ -1,4 +1,5 @@
 import type { AnswerSource } from '../gateway/answers.js';
+import { andThen } from '../kernel/maybe-async.js';
 import { PROFILE_FIELDS } from './protocols.js';
 import type { Published } from './read-model.js';
 
@@ -106,5 +107,5 @@ export const liquidityAnswers: AnswerSource = {
     'Query.score(profileId:)',
     'Query.scoreHistory(profileId:)',
   ]),
-  version: async (services) => numberOf(await services.readModel.current()),
+  version: (services) => andThen(services.readModel.current(), numberOf),
 };

@@ -8,6 +8,7 @@ import { findPlain } from '../db/plain.js';
 import { onChange, readVersion } from '../db/versions.js';
 import type {} from '../gateway/context.js';
 import type { DomainEvent } from '../kernel/events.js';
+import type { MaybePromise } from '../kernel/maybe-async.js';
 import { FREQUENCY_DAYS, LiquidityDay, Protocol, ProtocolCategory, type LiquidityTier } from './entities.js';
 import { redemptionComponent, type Tier } from './engine/score.js';
 import { indices, INDEX_NAMES, type BacktestPair, type IndexCode } from './engine/series.js';
@@ -308,9 +309,12 @@ export class LiquidityReadModel {
     this.stops.push(onChange(db.em(), () => this.changed(true)));
   }
 
-  /** The current snapshot; waits for a rebuild when this process committed a change since the last one. */
-  current(): Promise<Published> {
-    if (this.snapshot && this.loadedFor >= this.wanted) return Promise.resolve(this.snapshot);
+  /**
+   * The current snapshot, as it is when it is current; waits for a rebuild when this process
+   * committed a change since the last one.
+   */
+  current(): MaybePromise<Published> {
+    if (this.snapshot && this.loadedFor >= this.wanted) return this.snapshot;
     return this.until(this.wanted);
   }
 

@@ -4,6 +4,7 @@ import { requirePrincipal } from '../gateway/context.js';
 import { toConnection, toPage, type Page } from '../gateway/connection.js';
 import { Cost, RequiresPlan, RequiresScopes } from '../gateway/directives.js';
 import { badInput } from '../kernel/errors.js';
+import type { MaybePromise } from '../kernel/maybe-async.js';
 import { Plan } from '../kernel/plans.js';
 import {
   LiquidityTier,
@@ -113,7 +114,7 @@ function toProfile(p: ScoringProfile): ScoringProfileType {
   };
 }
 
-function published(ctx: GatewayContext): Promise<Published> {
+function published(ctx: GatewayContext): MaybePromise<Published> {
   return ctx.services.readModel.current();
 }
 

@@ -149,6 +149,31 @@ describe('AnswerCache', () => {
     expect(cache.size.entries).toBe(0);
   });
 
+  it('answers a kept result without a promise when the version is at hand', async () => {
+    const { outcomes, cache } = counting();
+    const src: AnswerSource = { ...source(async () => '1'), version: () => '1' };
+    // The first request executes (a promise: concurrent misses share it); the next is served at once.
+    expect(cache.answer(src, services, 'acct', 'k', () => result(1))).toBeInstanceOf(Promise);
+    await new Promise((r) => setTimeout(r, 0));
+    const kept = cache.answer(src, services, 'acct', 'k', () => result(2));
+    expect(kept).not.toBeInstanceOf(Promise);
+    expect(kept).toEqual(result(1));
+    expect(outcomes).toEqual(['miss', 'hit']);
+  });
+
+  it('executes as if nothing were kept when reading the version throws at once', async () => {
+    const { outcomes, cache } = counting();
+    const src: AnswerSource = {
+      ...source(async () => '1'),
+      version: () => {
+        throw new Error('database down');
+      },
+    };
+    expect(await cache.answer(src, services, 'acct', 'k', () => result(7))).toEqual(result(7));
+    expect(outcomes).toEqual([]);
+    expect(cache.size.entries).toBe(0);
+  });
+
   it('stays within its byte bound, dropping the least recently used first', async () => {
     const one = JSON.stringify(result(1).data).length;
     const cache = new AnswerCache(one * 2);
