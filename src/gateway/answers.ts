@@ -252,14 +252,28 @@ export function jsonOf(value: unknown): string {
   if (Object.isFrozen(value)) return frozenJson(value);
   const proto = Object.getPrototypeOf(value) as unknown;
   if (Array.isArray(value) || (proto !== Object.prototype && proto !== null)) return JSON.stringify(value);
-  const parts: string[] = [];
-  for (const [key, member] of Object.entries(value)) {
-    if (member === undefined || typeof member === 'function' || typeof member === 'symbol') continue;
-    const text =
+  let text = '';
+  for (const key of Object.keys(value)) {
+    const member = (value as Record<string, unknown>)[key];
+    const json =
       member !== null && typeof member === 'object' && Object.isFrozen(member)
         ? frozenJson(member)
-        : JSON.stringify(member);
-    parts.push(`${JSON.stringify(key)}:${text}`);
+        : (JSON.stringify(member) as string | undefined);
+    // What JSON.stringify leaves out: undefined, functions, symbols (and a toJSON giving those).
+    if (json === undefined) continue;
+    text += (text === '' ? '{' : ',') + quotedKey(key) + ':' + json;
   }
-  return `{${parts.join(',')}}`;
+  return text === '' ? '{}' : text + '}';
+}
+
+const quotedKeys = new Map<string, string>();
+
+/** An envelope's member name as JSON (`"data"`): few names, written once each. */
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (quotedKeys.size < 64) quotedKeys.set(key, quoted);
+  }
+  return quoted;
 }
