@@ -29,6 +29,37 @@ export interface PoolSnapshot {
   pending: number;
 }
 
+/**
+ * A counter counted in a plain map and added to its prom-client counter when scraped (its public
+ * `collect` hook): one string key and a map lookup per call instead of prom-client's label
+ * validation and hashing. The series stay bounded by their labels (operation names are capped).
+ */
+class BatchedCounter<L extends string> {
+  private readonly pending = new Map<string, { labels: Record<L, string>; count: number }>();
+  readonly counter: Counter<L>;
+
+  constructor(configuration: { name: string; help: string; labelNames: L[]; registers: Registry[] }) {
+    const pending = this.pending;
+    this.counter = new Counter<L>({
+      ...configuration,
+      collect() {
+        for (const entry of pending.values()) {
+          if (entry.count === 0) continue;
+          this.inc(entry.labels, entry.count);
+          entry.count = 0;
+        }
+      },
+    });
+  }
+
+  /** `key` names the label values (the caller joins them); `labels` makes them on first use. */
+  inc(key: string, labels: () => Record<L, string>): void {
+    const entry = this.pending.get(key);
+    if (entry) entry.count++;
+    else this.pending.set(key, { labels: labels(), count: 1 });
+  }
+}
+
 /** Client-chosen operation names are unbounded: past this many distinct ones, the rest share one label. */
 const MAX_OPERATION_LABELS = 500;
 
@@ -40,13 +71,13 @@ const MAX_OPERATION_LABELS = 500;
  */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'door' | 'route' | 'status'>;
+  private readonly requests: BatchedCounter<'door' | 'route' | 'status'>;
   private readonly duration: Histogram<'door' | 'route'>;
   private readonly errors: Counter<'door' | 'code'>;
   private readonly refusals: Counter<'reason' | 'plan'>;
   private readonly events: Counter<'type'>;
   private readonly deliveries: Counter<'outcome'>;
-  private readonly answers: Counter<'source' | 'outcome'>;
+  private readonly answers: BatchedCounter<'source' | 'outcome'>;
   private readonly operationLabels = new Set<string>();
   private outbox: (() => Promise<OutboxSnapshot>) | undefined;
   private pool: (() => PoolSnapshot | undefined) | undefined;
@@ -57,7 +88,7 @@ export class Metrics {
   constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({
+    this.requests = new BatchedCounter({
       name: 'tidegate_requests_total',
       help: 'Requests answered, by door, route or GraphQL operation, and HTTP status',
       labelNames: ['door', 'route', 'status'],
@@ -88,7 +119,7 @@ export class Metrics {
       labelNames: ['type'],
       registers,
     });
-    this.answers = new Counter({
+    this.answers = new BatchedCounter({
       name: 'tidegate_answer_cache_total',
       help: 'Queries whose results may be kept, by source and outcome: hit (kept result of the current data version), joined (an execution already running), miss (executed)',
       labelNames: ['source', 'outcome'],
@@ -161,7 +192,7 @@ export class Metrics {
 
   /** A query whose results may be kept (src/gateway/answers.ts): answered from a kept result, joined, or executed. */
   answerCache(source: string, outcome: AnswerOutcome): void {
-    this.answers.inc({ source, outcome });
+    this.answers.inc(`${source}\u0000${outcome}`, () => ({ source, outcome }));
   }
 
   observeAnswerCache(probe: () => { entries: number; bytes: number }): void {
@@ -171,7 +202,11 @@ export class Metrics {
   /** One answered request. `route` is the route template or the GraphQL operation ("query Name"). */
   request(door: Door, route: string, status: number, seconds: number, errorCodes: readonly string[]): void {
     const label = door === 'graphql-http' ? this.operationLabel(route) : route;
-    this.requests.inc({ door, route: label, status: String(status) });
+    this.requests.inc(`${door}\u0000${label}\u0000${status}`, () => ({
+      door,
+      route: label,
+      status: String(status),
+    }));
     this.duration.observe({ door, route: label }, seconds);
     for (const code of errorCodes) this.errors.inc({ door, code });
   }
