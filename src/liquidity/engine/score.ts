@@ -202,7 +202,9 @@ const OPTIONAL_INPUTS = [
 
 export function confidence(i: ScoreInputs): Confidence {
   const freshness = round2(Math.max(0, 1 - daysBetween(i.dataDate, i.asOf) / 14));
-  const completeness = round2(OPTIONAL_INPUTS.filter((k) => i[k] !== null).length / OPTIONAL_INPUTS.length);
+  let present = 0;
+  for (const k of OPTIONAL_INPUTS) if (i[k] !== null) present++;
+  const completeness = round2(present / OPTIONAL_INPUTS.length);
   const score = round2(100 * (0.6 * freshness + 0.4 * completeness));
   return { level: score >= 80 ? 'HIGH' : score >= 50 ? 'MEDIUM' : 'LOW', score, freshness, completeness };
 }
@@ -244,8 +246,18 @@ function scalar(v: number | boolean | null): string {
   return Number.isFinite(v) ? String(v) : 'null';
 }
 
+const quoted = new Map<string, string>();
+
+/** JSON of a string input: dates and statuses, a few hundred distinct values across a run. */
 function text(v: string | null): string {
-  return v === null ? 'null' : JSON.stringify(v);
+  if (v === null) return 'null';
+  let json = quoted.get(v);
+  if (json === undefined) {
+    json = JSON.stringify(v);
+    if (quoted.size >= 10_000) quoted.clear();
+    quoted.set(v, json);
+  }
+  return json;
 }
 
 /** The inputs with their keys in code-unit order, spelled out: a score's hot path. */
