@@ -95,6 +95,13 @@ export interface Answer {
   body: FormattedExecutionResult;
 }
 
+/** `extensions.cost` of a one-shot answer. */
+interface CostExtension {
+  requested: number;
+  maximum: number;
+  budget?: { limit: number; remaining: number; resetAt: string };
+}
+
 /** An operation that passed its access check and admission, ready to execute (once, or per event). */
 export interface Admitted {
   readonly prepared: PreparedOperation;
@@ -283,19 +290,21 @@ export class Operations {
    * per-minute budget after this call (the X-RateLimit-* headers' numbers).
    */
   private withCost(answer: Answer, admitted: Admitted): Answer {
-    const requested = this.requestedCost(admitted);
     const headers = answer.headers;
     const limit = headers['X-RateLimit-Limit'];
-    const budget =
-      limit === undefined
-        ? undefined
-        : {
-            limit: Number(limit),
-            remaining: Number(headers['X-RateLimit-Remaining']),
-            resetAt: isoOfEpochSeconds(headers['X-RateLimit-Reset']),
-          };
-    const cost = { requested, maximum: this.services.config.graphqlMaxCost, ...(budget ? { budget } : {}) };
-    return { ...answer, body: { ...answer.body, extensions: { ...answer.body.extensions, cost } } };
+    const cost: CostExtension = {
+      requested: this.requestedCost(admitted),
+      maximum: this.services.config.graphqlMaxCost,
+    };
+    if (limit !== undefined)
+      cost.budget = {
+        limit: Number(limit),
+        remaining: Number(headers['X-RateLimit-Remaining']),
+        resetAt: isoOfEpochSeconds(headers['X-RateLimit-Reset']),
+      };
+    const body = answer.body;
+    const extensions = body.extensions ? { ...body.extensions, cost } : { cost };
+    return { status: answer.status, headers, body: { ...body, extensions } };
   }
 
   /**
