@@ -253,7 +253,9 @@ export function jsonOf(value: unknown): string {
   const proto = Object.getPrototypeOf(value) as unknown;
   if (Array.isArray(value) || (proto !== Object.prototype && proto !== null)) return JSON.stringify(value);
   let text = '';
-  for (const key of Object.keys(value)) {
+  // for-in makes no array of keys; own members only, as JSON.stringify writes them.
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
     const member = (value as Record<string, unknown>)[key];
     const json =
       member !== null && typeof member === 'object' && Object.isFrozen(member)
