@@ -464,20 +464,22 @@ function isoOfEpochSeconds(seconds: string | undefined): string {
 
 /** Variables longer than this as JSON are not used as a key: nothing is kept for them. */
 const MAX_VARIABLES_KEY = 2048;
-const variablesKeys = new WeakMap<object, string | undefined>();
+/** The last variables keyed, and their key: the cost memo and the kept answers ask in turn. */
+let lastKeyed: { variables: object; key: string } | undefined;
 
 /**
  * The request's variables as a memo key (JSON), written once per request for both the cost memo
- * and the kept answers; undefined when too long to keep (an ingestion's whole file, say), so a
- * large input is never retained as a key.
+ * and the kept answers (a one-entry memo: both ask within the same request, and a WeakMap entry
+ * per request cost more than it saved); undefined when too long to keep (an ingestion's whole
+ * file, say), so a large input is never retained as a key.
  */
 function variablesKey(variables: Record<string, unknown> | undefined): string | undefined {
   if (variables === undefined) return '';
-  if (variablesKeys.has(variables)) return variablesKeys.get(variables);
+  if (lastKeyed?.variables === variables) return lastKeyed.key;
   const text = JSON.stringify(variables);
-  const key = text.length <= MAX_VARIABLES_KEY ? text : undefined;
-  variablesKeys.set(variables, key);
-  return key;
+  if (text.length > MAX_VARIABLES_KEY) return undefined;
+  lastKeyed = { variables, key: text };
+  return text;
 }
 
 /** When a plan and scopes are both missing, one error says both (402 wins the status). */
