@@ -36,20 +36,10 @@ export interface PoolSnapshot {
  */
 class BatchedCounter<L extends string> {
   private readonly pending = new Map<string, { labels: Record<L, string>; count: number }>();
-  readonly counter: Counter<L>;
+  private readonly counter: Counter<L>;
 
   constructor(configuration: { name: string; help: string; labelNames: L[]; registers: Registry[] }) {
-    const pending = this.pending;
-    this.counter = new Counter<L>({
-      ...configuration,
-      collect() {
-        for (const entry of pending.values()) {
-          if (entry.count === 0) continue;
-          this.inc(entry.labels, entry.count);
-          entry.count = 0;
-        }
-      },
-    });
+    this.counter = new Counter<L>({ ...configuration, collect: () => this.fold() });
   }
 
   /** `key` names the label values (the caller joins them); `labels` makes them on first use. */
@@ -57,6 +47,15 @@ class BatchedCounter<L extends string> {
     const entry = this.pending.get(key);
     if (entry) entry.count++;
     else this.pending.set(key, { labels: labels(), count: 1 });
+  }
+
+  /** Adds what was counted since the last scrape to the prom-client counter. */
+  private fold(): void {
+    for (const entry of this.pending.values()) {
+      if (entry.count === 0) continue;
+      this.counter.inc(entry.labels, entry.count);
+      entry.count = 0;
+    }
   }
 }
 

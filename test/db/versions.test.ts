@@ -30,7 +30,7 @@ describeEachDialect('version reads', (dialect) => {
     expect(await read).toMatch(/^\d+\.0$/);
   });
 
-  it('wait for a transaction that holds the connection, and see its commit, never its uncommitted write', async () => {
+  it("never see a transaction's uncommitted write, and see its commit (on SQLite the read waits for the connection)", async () => {
     const root = server.database.db.root;
     const before = await readVersions(root, NAMES);
     let inside!: () => void;
