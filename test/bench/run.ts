@@ -21,7 +21,7 @@
  * the extra benchmarks then run only when BENCH_ONLY names `extra`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -90,10 +90,23 @@ function selected(all: BenchScenario[]): BenchScenario[] {
  */
 const SERVER_ENTRY = process.env.BENCH_SERVER_ENTRY ?? 'dist/src/main.js';
 
+/**
+ * The Node flags `npm start` runs the server with (package.json's start script, `node <flags>
+ * dist/src/main.js`), so the bench tunes the server's heap exactly as production does.
+ */
+function startFlags(): string[] {
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.trim().split(/\s+/);
+  if (words[0] !== 'node')
+    throw new Error(`package.json's start script does not run node: ${pkg.scripts.start}`);
+  return words.slice(1).filter((w) => w.startsWith('--'));
+}
+const SERVER_FLAGS = startFlags();
+
 async function startServer(dir: string): Promise<{ child: ChildProcess; url: string; keys: Keys }> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run npm run build first`);
   const port = 4600 + Math.floor(Math.random() * 300);
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
+  const child = spawn(process.execPath, [...SERVER_FLAGS, SERVER_ENTRY], {
     env: {
       ...process.env,
       PORT: String(port),
@@ -367,7 +380,7 @@ async function main(): Promise<void> {
   const byName = new Map(all.map((s) => [s.name, s]));
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   console.log(
-    `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
+    `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; server: node ${[...SERVER_FLAGS, SERVER_ENTRY].join(' ')}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
   );
   console.log(
     '| scenario | req/s | p50 ms | p99 ms | share of its ceiling (median of rounds; lowest–highest) |',
