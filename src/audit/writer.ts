@@ -32,6 +32,10 @@ export function sessionFingerprint(
   userAgent: string | null | undefined,
 ): string | null {
   if (!credentialId) return null;
+  // Calls come in runs from one session: the last one's parts are compared before any key is built.
+  const last = lastFingerprint;
+  if (last && last.credentialId === credentialId && last.ip === ip && last.userAgent === userAgent)
+    return last.fingerprint;
   // Remembered by the exact address: the prefix and the hash are computed once per session.
   const seen = `${credentialId}|${ip ?? ''}|${userAgent ?? ''}`;
   let fingerprint = recentFingerprints.get(seen);
@@ -40,8 +44,18 @@ export function sessionFingerprint(
     if (recentFingerprints.size >= 1_000) recentFingerprints.clear();
     recentFingerprints.set(seen, fingerprint);
   }
+  lastFingerprint = { credentialId, ip, userAgent, fingerprint };
   return fingerprint;
 }
+
+let lastFingerprint:
+  | {
+      credentialId: string;
+      ip: string | null | undefined;
+      userAgent: string | null | undefined;
+      fingerprint: string;
+    }
+  | undefined;
 
 /** A session makes many calls in a row: remember its fingerprint instead of hashing each time. */
 const recentFingerprints = new Map<string, string>();
@@ -61,21 +75,29 @@ const COLUMNS = [
 ] as const;
 const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
 
-/** The bound values of one row, in COLUMNS order; dates as the ORM stores them on this dialect. */
-function rowValues(platform: Platform, e: AuditEntry): Array<string | number | Date | null> {
-  return [
-    platform.processDateProperty(e.at),
-    e.requestId,
-    e.accountId ?? null,
-    e.credentialKind ?? null,
-    e.credentialId ?? null,
-    e.ip ?? null,
-    e.userAgent?.slice(0, 512) ?? null,
-    sessionFingerprint(e.credentialId, e.ip, e.userAgent),
-    e.operation.slice(0, 200),
-    e.status,
-    Math.round(e.durationMs),
-  ];
+type BoundValue = string | number | Date | null;
+
+/**
+ * Writes the bound values of `rows` into `into`, row after row in COLUMNS order (dates as the ORM
+ * stores them on this dialect), and returns it: one array per statement, no array per row.
+ */
+function bindRows(platform: Platform, rows: readonly AuditEntry[], into: BoundValue[] = []): BoundValue[] {
+  let i = 0;
+  for (const e of rows) {
+    into[i++] = platform.processDateProperty(e.at) as BoundValue;
+    into[i++] = e.requestId;
+    into[i++] = e.accountId ?? null;
+    into[i++] = e.credentialKind ?? null;
+    into[i++] = e.credentialId ?? null;
+    into[i++] = e.ip ?? null;
+    into[i++] = e.userAgent?.slice(0, 512) ?? null;
+    into[i++] = sessionFingerprint(e.credentialId, e.ip, e.userAgent);
+    into[i++] = e.operation.slice(0, 200);
+    into[i++] = e.status;
+    into[i++] = Math.round(e.durationMs);
+  }
+  into.length = i;
+  return into;
 }
 
 function insertSql(db: Database, rows: number): string {
@@ -112,9 +134,8 @@ async function insertAuditRows(
   const em = db.em();
   const knex = em.getConnection().getKnex();
   const platform = em.getPlatform();
-  const values = (rows: AuditEntry[]) => rows.flatMap((e) => rowValues(platform, e));
   if (db.dialect === 'postgresql') {
-    await knex.raw(insertSql(db, batch.length), values(batch));
+    await knex.raw(insertSql(db, batch.length), bindRows(platform, batch));
     return;
   }
   // knex's client types its pooled connections as `any`; on this dialect each is a better-sqlite3 Database.
@@ -128,11 +149,12 @@ async function insertAuditRows(
       return statement;
     };
     connection.transaction(() => {
+      const values: BoundValue[] = [];
       let i = 0;
       for (; i + SQLITE_CHUNK <= batch.length; i += SQLITE_CHUNK) {
-        statementFor(SQLITE_CHUNK).run(values(batch.slice(i, i + SQLITE_CHUNK)));
+        statementFor(SQLITE_CHUNK).run(bindRows(platform, batch.slice(i, i + SQLITE_CHUNK), values));
       }
-      for (; i < batch.length; i++) statementFor(1).run(rowValues(platform, batch[i]!));
+      for (; i < batch.length; i++) statementFor(1).run(bindRows(platform, [batch[i]!], values));
     })();
   } finally {
     await knex.client.releaseConnection(connection);
