@@ -11,6 +11,7 @@ import {
 } from 'graphql';
 import { isPromise, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
+import { RecencyMap } from '../kernel/recency.js';
 import type { AppServices } from './context.js';
 
 /*
@@ -128,7 +129,7 @@ interface Kept {
  * first. Concurrent misses for one key and version share one execution.
  */
 export class AnswerCache {
-  private readonly kept = new Map<string, Kept>();
+  private readonly kept = new RecencyMap<Kept>();
   private readonly running = new Map<string, Promise<ExecutionResult>>();
   private bytes = 0;
 
@@ -177,9 +178,6 @@ export class AnswerCache {
   ): MaybePromise<ExecutionResult> {
     const kept = this.kept.get(key);
     if (kept && kept.version === version) {
-      // Most recently used last.
-      this.kept.delete(key);
-      this.kept.set(key, kept);
       this.observe(source.name, 'hit');
       return kept.result;
     }
@@ -204,16 +202,12 @@ export class AnswerCache {
     const text = JSON.stringify(result.data);
     const bytes = text?.length ?? 0;
     if (bytes > this.maxBytes) return;
-    const previous = this.kept.get(key);
-    if (previous) {
-      this.kept.delete(key);
-      this.bytes -= previous.bytes;
-    }
+    const previous = this.kept.delete(key);
+    if (previous) this.bytes -= previous.bytes;
     while (this.bytes + bytes > this.maxBytes) {
-      const oldest = this.kept.entries().next();
-      if (oldest.done) break;
-      this.kept.delete(oldest.value[0]);
-      this.bytes -= oldest.value[1].bytes;
+      const oldest = this.kept.shift();
+      if (!oldest) break;
+      this.bytes -= oldest[1].bytes;
     }
     // Frozen: every request shares this object, and nothing downstream may change it.
     const data = deepFreeze(result.data);

@@ -21,6 +21,7 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { AppError, isAppError, withHeaders } from '../kernel/errors.js';
 import { andThen, isPromise, type MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
+import { RecencyMap } from '../kernel/recency.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
 import { AnswerCache, answerSourceOf, keptWith, type AnswerSource, type Keepable } from './answers.js';
 import { createContext, type AppServices, type GatewayContext, type OperationMeta } from './context.js';
@@ -114,22 +115,17 @@ const MAX_PREPARED = 1000;
 const MAX_REJECTED = 500;
 const COSTS_PER_OPERATION = 64;
 
-/** A Map used as an LRU: a hit moves the key to the end, an insert past the bound drops the oldest. */
+/** A RecencyMap bounded by count: an insert past the bound drops the least recently used. */
 class Lru<V> {
-  private readonly map = new Map<string, V>();
+  private readonly map = new RecencyMap<V>();
   constructor(private readonly max: number) {}
 
   get(key: string): V | undefined {
-    const value = this.map.get(key);
-    if (value !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, value);
-    }
-    return value;
+    return this.map.get(key);
   }
 
   set(key: string, value: V): void {
-    if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value as string);
+    if (this.map.size >= this.max) this.map.shift();
     this.map.set(key, value);
   }
 
