@@ -126,7 +126,7 @@ interface Kept {
 
 /**
  * The kept results, bounded by their size as JSON (ANSWER_CACHE_MB), least recently used dropped
- * first. Concurrent misses for one key and version share one execution.
+ * first (nearly, see RecencyMap). Concurrent misses for one key and version share one execution.
  */
 export class AnswerCache {
   private readonly kept = new RecencyMap<Kept>();
