@@ -239,30 +239,37 @@ export function canonicalJson(value: unknown): string {
 
 const METHODOLOGY = JSON.stringify(METHODOLOGY_VERSION);
 
-/** JSON.stringify of a number, null or boolean without the generic call (same text, e.g. NaN → null). */
+/** The JSON of a number, null or boolean (NaN and the infinities are null, as JSON.stringify writes them). */
 function scalar(v: number | boolean | null): string {
   if (v === null) return 'null';
   if (typeof v === 'boolean') return v ? 'true' : 'false';
-  return Number.isFinite(v) ? String(v) : 'null';
+  return Number.isFinite(v) ? JSON.stringify(v) : 'null';
 }
 
-const quoted = new Map<string, string>();
-
-/** JSON of a string input: dates and statuses, a few hundred distinct values across a run. */
-function text(v: string | null): string {
-  if (v === null) return 'null';
-  let json = quoted.get(v);
-  if (json === undefined) {
-    json = JSON.stringify(v);
-    if (quoted.size >= 10_000) quoted.clear();
-    quoted.set(v, json);
-  }
-  return json;
-}
-
-/** The inputs with their keys in code-unit order, spelled out: a score's hot path. */
+/**
+ * The inputs as canonical JSON: a score's hot path. An object literal with the keys in code-unit
+ * order, stringified in one call: V8 writes its numbers about twice as fast as `String()` does
+ * (no number-to-string cache to churn; a score's doubles never repeat), and like the canonical
+ * walk it leaves out a key whose value is undefined.
+ */
 function inputsJson(i: ScoreInputs): string {
-  return `{"asOf":${text(i.asOf)},"audited":${scalar(i.audited)},"aumUsd":${scalar(i.aumUsd)},"dataDate":${text(i.dataDate)},"holders":${scalar(i.holders)},"lastAttestationDate":${text(i.lastAttestationDate)},"navDeviationBps":${scalar(i.navDeviationBps)},"noticePeriodDays":${scalar(i.noticePeriodDays)},"qualifiedCustodian":${scalar(i.qualifiedCustodian)},"redemptionFrequencyDays":${scalar(i.redemptionFrequencyDays)},"redemptionGates":${scalar(i.redemptionGates)},"redemptionQueueUsd":${scalar(i.redemptionQueueUsd)},"regulatoryStatus":${text(i.regulatoryStatus)},"topHolderPct":${scalar(i.topHolderPct)},"volumeUsd":${scalar(i.volumeUsd)}}`;
+  return JSON.stringify({
+    asOf: i.asOf,
+    audited: i.audited,
+    aumUsd: i.aumUsd,
+    dataDate: i.dataDate,
+    holders: i.holders,
+    lastAttestationDate: i.lastAttestationDate,
+    navDeviationBps: i.navDeviationBps,
+    noticePeriodDays: i.noticePeriodDays,
+    qualifiedCustodian: i.qualifiedCustodian,
+    redemptionFrequencyDays: i.redemptionFrequencyDays,
+    redemptionGates: i.redemptionGates,
+    redemptionQueueUsd: i.redemptionQueueUsd,
+    regulatoryStatus: i.regulatoryStatus,
+    topHolderPct: i.topHolderPct,
+    volumeUsd: i.volumeUsd,
+  });
 }
 
 /**
