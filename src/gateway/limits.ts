@@ -27,9 +27,13 @@ interface Window {
   endsAt: number;
 }
 
+/** The last minute window made: every call of one minute shares it. */
+let lastMinute: Window = { id: '', endsAt: 0 };
+
 function minuteWindow(now: Date): Window {
   const start = Math.floor(now.getTime() / MINUTE) * MINUTE;
-  return { id: `m${start / MINUTE}`, endsAt: start + MINUTE };
+  if (lastMinute.endsAt !== start + MINUTE) lastMinute = { id: `m${start / MINUTE}`, endsAt: start + MINUTE };
+  return lastMinute;
 }
 
 function monthWindow(now: Date): Window {
@@ -44,9 +48,31 @@ interface Budget {
   subject: string;
   limits: PlanLimit;
   planBudget: boolean;
+  /** The counter key of the last minute window this budget was spent in, and that window. */
+  minuteKey?: { window: Window; key: string };
+}
+
+/** The counter key of `budget` in `minute`, written once per budget and minute. */
+function minuteKeyOf(budget: Budget, minute: Window): string {
+  const known = budget.minuteKey;
+  if (known?.window === minute) return known.key;
+  const key = `${budget.subject}:${minute.id}`;
+  budget.minuteKey = { window: minute, key };
+  return key;
+}
+
+/**
+ * A principal's budgets, made once per principal object: a cached credential presents the same
+ * principal on every call, so its subject strings are not written again per request.
+ */
+interface Budgets {
+  plan?: Budget;
+  credential?: Budget;
 }
 
 export class RateLimiter implements Admission {
+  private readonly budgets = new WeakMap<Principal, Budgets>();
+
   constructor(
     private readonly config: Pick<Config, 'planLimits' | 'portOpsPerMinute' | 'sandboxPerMinute'>,
     private readonly clock: Clock,
@@ -63,22 +89,30 @@ export class RateLimiter implements Admission {
    */
   private budgetOf(principal: Principal, requirements: Requirements): Budget {
     const planBudget = requirements.plan !== undefined && !principal.scopes.has('admin');
-    return planBudget
-      ? {
-          subject: `acct:${principal.sandboxOf ?? principal.accountId}`,
-          limits: this.config.planLimits[principal.plan],
-          planBudget,
-        }
-      : this.credentialBudget(principal);
+    if (!planBudget) return this.credentialBudget(principal);
+    const budgets = this.budgetsOf(principal);
+    return (budgets.plan ??= {
+      subject: `acct:${principal.sandboxOf ?? principal.accountId}`,
+      limits: this.config.planLimits[principal.plan],
+      planBudget,
+    });
   }
 
   private credentialBudget(principal: Principal): Budget {
+    const budgets = this.budgetsOf(principal);
+    if (budgets.credential) return budgets.credential;
     const perMinute = principal.sandboxOf ? this.config.sandboxPerMinute : this.config.portOpsPerMinute;
-    return {
+    return (budgets.credential = {
       subject: `cred:${principal.credential.kind}:${principal.credential.id}`,
       limits: { perMinute, perMonth: null },
       planBudget: false,
-    };
+    });
+  }
+
+  private budgetsOf(principal: Principal): Budgets {
+    let budgets = this.budgets.get(principal);
+    if (!budgets) this.budgets.set(principal, (budgets = {}));
+    return budgets;
   }
 
   private minuteHeaders(limits: PlanLimit, used: number, minute: Window): Record<string, string> {
@@ -92,8 +126,8 @@ export class RateLimiter implements Admission {
   /** The budget's headers without spending from it: for answers that refuse the call (402, 403). */
   async peek(principal: Principal, requirements: Requirements): Promise<Record<string, string>> {
     const minute = minuteWindow(this.clock.now());
-    const { subject, limits } = this.budgetOf(principal, requirements);
-    return this.minuteHeaders(limits, await this.store.get(`${subject}:${minute.id}`), minute);
+    const budget = this.budgetOf(principal, requirements);
+    return this.minuteHeaders(budget.limits, await this.store.get(minuteKeyOf(budget, minute)), minute);
   }
 
   /**
@@ -111,7 +145,7 @@ export class RateLimiter implements Admission {
   private spend(principal: Principal, budget: Budget): MaybePromise<AdmissionResult> {
     const now = this.clock.now();
     const minute = minuteWindow(now);
-    const used = this.store.increment(`${budget.subject}:${minute.id}`, minute.endsAt - now.getTime() + 1000);
+    const used = this.store.increment(minuteKeyOf(budget, minute), minute.endsAt - now.getTime() + 1000);
     return andThen(used, (count) => this.afterMinute(principal, budget, now, minute, count));
   }
 
