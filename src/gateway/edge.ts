@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import './fastify-types.js';
+import { routeOf } from './fastify-types.js';
 import { AppError, ERROR_CODES, badInput, unauthenticated, withHeaders } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import { isPromise } from '../kernel/maybe-async.js';
@@ -34,13 +34,14 @@ export function registerEdge(
   app.decorateRequest('principal', null);
   app.decorateRequest('presentation', null);
   app.decorateRequest('gatewayMeta', null);
+  app.decorateRequest('gatewayRoute', null);
   // First, so the request's span is active while the credential is looked up.
   observe.telemetry.traceRequests(app);
 
   // Callback-style hooks: with a cached credential a request passes the edge without a promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    if (!request.routeOptions.config.audit) return done();
+    if (!routeOf(request).config.audit) return done();
     const presented = extractCredential(request.headers);
     if (presented === null) return done();
     if (presented === 'malformed') return done(withChallenge(unauthenticated(), 'bearer'));
@@ -51,13 +52,11 @@ export function registerEdge(
   });
 
   app.addHook('onResponse', (request, reply, done) => {
-    const name = request.routeOptions.config.audit;
+    const options = routeOf(request);
+    const name = options.config.audit;
     // GraphQL requests are named by their operation; REST calls by their documented route.
     const route =
-      (request.routeOptions.config.graphql && request.gatewayMeta?.operation) ||
-      name ||
-      request.routeOptions.url ||
-      'unmatched';
+      (options.config.graphql && request.gatewayMeta?.operation) || name || options.url || 'unmatched';
     const principal = request.principal;
     const status = reply.statusCode;
     observe.metrics.request(

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../kernel/principal.js';
 import type { OperationMeta } from './context.js';
 import type { Presentation } from './credentials.js';
@@ -7,6 +8,8 @@ declare module 'fastify' {
     principal: Principal | null;
     presentation: Presentation | null;
     gatewayMeta: OperationMeta | null;
+    /** The route options, once read (see routeOf). */
+    gatewayRoute: FastifyRequest['routeOptions'] | null;
   }
   interface FastifyContextConfig {
     /** Name recorded in the audit log; routes without it are not API calls and are not audited. */
@@ -16,4 +19,11 @@ declare module 'fastify' {
   }
 }
 
-export {};
+/**
+ * The request's route options (config, url), read once per request: Fastify's `routeOptions`
+ * getter builds a new object on every read, and the edge, the metrics and the playground read it
+ * several times for each request.
+ */
+export function routeOf(request: FastifyRequest): FastifyRequest['routeOptions'] {
+  return (request.gatewayRoute ??= request.routeOptions);
+}

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../db/orm.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
 import type { Plan } from '../kernel/plans.js';
 import type { AnswerOutcome } from './answers.js';
+import { routeOf } from './fastify-types.js';
 
 /**
  * Which way an HTTP request came in: the first label of every request metric. (graphql-ws traffic
@@ -59,6 +60,105 @@ class BatchedCounter<L extends string> {
   }
 }
 
+/** Prometheus label values escape backslash, double quote and newline. */
+function escapeLabel(value: string): string {
+  return value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : '\\' + c));
+}
+
+/** One door and route: its answers by status, and its durations in histogram buckets. */
+interface RouteSeries {
+  door: Door;
+  route: string;
+  /** Label text for the histogram lines, `door="…",route="…"`, escaped once. */
+  labelText: string;
+  /** Answers by status since the last scrape (added to the prom-client counter then). */
+  statuses: Map<number, number>;
+  /** Observations per bucket (not cumulative), the last for values above every bound. */
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/**
+ * The request counter and the duration histogram, kept per door and route in plain arrays: one
+ * key and one map lookup per request instead of prom-client's label validation, hashing and a
+ * closure per call, for each of the two metrics. The counter reaches prom-client on scrape (its
+ * public `collect` hook). prom-client has no public way to add bucket counts in bulk, so the
+ * histogram family is written here, in the text exposition format (version 0.0.4), and served
+ * after the registry's families on the same scrape.
+ */
+class RequestSeries {
+  private readonly series = new Map<string, RouteSeries>();
+  private readonly requests: Counter<'door' | 'route' | 'status'>;
+
+  constructor(
+    registers: Registry[],
+    private readonly duration: { name: string; help: string; buckets: readonly number[] },
+  ) {
+    this.requests = new Counter({
+      name: 'tidegate_requests_total',
+      help: 'Requests answered, by door, route or GraphQL operation, and HTTP status',
+      labelNames: ['door', 'route', 'status'],
+      registers,
+      collect: () => this.fold(),
+    });
+  }
+
+  observe(door: Door, route: string, status: number, seconds: number): void {
+    const key = `${door}\u0000${route}`;
+    let series = this.series.get(key);
+    if (!series) {
+      series = {
+        door,
+        route,
+        labelText: `door="${escapeLabel(door)}",route="${escapeLabel(route)}"`,
+        statuses: new Map(),
+        buckets: new Float64Array(this.duration.buckets.length + 1),
+        sum: 0,
+        count: 0,
+      };
+      this.series.set(key, series);
+    }
+    series.statuses.set(status, (series.statuses.get(status) ?? 0) + 1);
+    if (!Number.isFinite(seconds)) return;
+    const bounds = this.duration.buckets;
+    let i = 0;
+    while (i < bounds.length && seconds > bounds[i]!) i++;
+    series.buckets[i]!++;
+    series.sum += seconds;
+    series.count++;
+  }
+
+  /** Adds the answers counted since the last scrape to the prom-client counter. */
+  private fold(): void {
+    for (const series of this.series.values()) {
+      for (const [status, count] of series.statuses) {
+        if (count === 0) continue;
+        this.requests.inc({ door: series.door, route: series.route, status: String(status) }, count);
+        series.statuses.set(status, 0);
+      }
+    }
+  }
+
+  /** The duration histogram in the text exposition format, as prom-client writes a histogram. */
+  histogramText(): string {
+    const { name, help, buckets } = this.duration;
+    let text = `# HELP ${name} ${help.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')}\n# TYPE ${name} histogram\n`;
+    for (const series of this.series.values()) {
+      if (series.count === 0) continue;
+      let cumulative = 0;
+      for (let i = 0; i < buckets.length; i++) {
+        cumulative += series.buckets[i]!;
+        text += `${name}_bucket{le="${buckets[i]}",${series.labelText}} ${cumulative}\n`;
+      }
+      text += `${name}_bucket{le="+Inf",${series.labelText}} ${series.count}\n`;
+      text += `${name}_sum{${series.labelText}} ${series.sum}\n`;
+      text += `${name}_count{${series.labelText}} ${series.count}\n`;
+    }
+    return text;
+  }
+}
+
 /** Client-chosen operation names are unbounded: past this many distinct ones, the rest share one label. */
 const MAX_OPERATION_LABELS = 500;
 
@@ -70,8 +170,7 @@ const MAX_OPERATION_LABELS = 500;
  */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests: BatchedCounter<'door' | 'route' | 'status'>;
-  private readonly duration: Histogram<'door' | 'route'>;
+  private readonly requests: RequestSeries;
   private readonly errors: Counter<'door' | 'code'>;
   private readonly refusals: Counter<'reason' | 'plan'>;
   private readonly events: Counter<'type'>;
@@ -87,18 +186,10 @@ export class Metrics {
   constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.requests = new BatchedCounter({
-      name: 'tidegate_requests_total',
-      help: 'Requests answered, by door, route or GraphQL operation, and HTTP status',
-      labelNames: ['door', 'route', 'status'],
-      registers,
-    });
-    this.duration = new Histogram({
+    this.requests = new RequestSeries(registers, {
       name: 'tidegate_request_duration_seconds',
       help: 'Time from the request arriving to the response being sent, by door and route or operation',
-      labelNames: ['door', 'route'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
     });
     this.errors = new Counter({
       name: 'tidegate_errors_total',
@@ -189,6 +280,11 @@ export class Metrics {
     );
   }
 
+  /** Every family in the Prometheus text format: the registry's, then the request durations. */
+  async exposition(): Promise<string> {
+    return (await this.registry.metrics()) + this.requests.histogramText();
+  }
+
   /** A query whose results may be kept (src/gateway/answers.ts): answered from a kept result, joined, or executed. */
   answerCache(source: string, outcome: AnswerOutcome): void {
     this.answers.inc(`${source}\u0000${outcome}`, () => ({ source, outcome }));
@@ -201,12 +297,7 @@ export class Metrics {
   /** One answered request. `route` is the route template or the GraphQL operation ("query Name"). */
   request(door: Door, route: string, status: number, seconds: number, errorCodes: readonly string[]): void {
     const label = door === 'graphql-http' ? this.operationLabel(route) : route;
-    this.requests.inc(`${door}\u0000${label}\u0000${status}`, () => ({
-      door,
-      route: label,
-      status: String(status),
-    }));
-    this.duration.observe({ door, route: label }, seconds);
+    this.requests.observe(door, label, status, seconds);
     for (const code of errorCodes) this.errors.inc({ door, code });
   }
 
@@ -263,9 +354,10 @@ export function poolSnapshot(db: Database): PoolSnapshot | undefined {
 
 /** The door a finished request came in by, from its route (not its raw URL: that is unbounded). */
 export function doorOf(request: FastifyRequest): Door {
-  const config = request.routeOptions.config;
+  const options = routeOf(request);
+  const config = options.config;
   if (config.graphql) return 'graphql-http';
-  const url = request.routeOptions.url ?? '';
+  const url = options.url ?? '';
   if (url.startsWith('/oauth') || url.startsWith('/.well-known')) return 'oauth';
   if (config.audit) return 'rest';
   return 'other';
@@ -296,7 +388,7 @@ export function registerMetricsRoute(
           });
       }
     }
-    const body = await metrics.registry.metrics();
+    const body = await metrics.exposition();
     return reply.type(metrics.registry.contentType).send(body);
   });
 }

@@ -23,6 +23,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
 import { isPromise, type MaybePromise } from '../kernel/maybe-async.js';
+import { routeOf } from './fastify-types.js';
 import { traceContextPropagator } from '../kernel/trace-context.js';
 
 interface KnexQuery {
@@ -83,7 +84,7 @@ export class Telemetry {
     if (!tracer) return;
     app.addHook('onRequest', (request, _reply, done) => {
       const parent = this.propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
-      const route = request.routeOptions.url;
+      const route = routeOf(request).url;
       const span = tracer.startSpan(
         route ? `${request.method} ${route}` : request.method,
         {

@@ -6,6 +6,7 @@ import Negotiator from 'negotiator';
 import { html, PAGE_HEADERS, sendPage, type SafeHtml } from '../auth/html.js';
 import { currentSession, sessionCsrfValid } from '../auth/sessions.js';
 import type { AppServices } from '../gateway/context.js';
+import { routeOf } from '../gateway/fastify-types.js';
 import { AppError } from '../kernel/errors.js';
 import { PACKAGE_ROOT, PLAYGROUND_DIR, readManifest, type Manifest } from './assets.js';
 import { createSandboxKey } from './sandbox.js';
@@ -162,7 +163,7 @@ export async function registerPlayground(
   const bundle = new PlaygroundBundle(bundleDir);
   // A root hook (not inside the child context below), because /graphql belongs to the gateway.
   app.addHook('onRequest', (request, reply, done) => {
-    if (request.method !== 'GET' || request.routeOptions.url !== '/graphql' || !prefersHtml(request))
+    if (request.method !== 'GET' || routeOf(request).url !== '/graphql' || !prefersHtml(request))
       return done();
     playgroundPage(reply, bundle);
   });
