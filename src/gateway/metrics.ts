@@ -36,7 +36,7 @@ export interface PoolSnapshot {
  * validation and hashing. The series stay bounded by their labels (operation names are capped).
  */
 class BatchedCounter<L extends string> {
-  private readonly pending = new Map<string, { labels: Record<L, string>; count: number }>();
+  private readonly pending = new Map<string, PendingCount<L>>();
   private readonly counter: Counter<L>;
 
   constructor(configuration: { name: string; help: string; labelNames: L[]; registers: Registry[] }) {
@@ -45,9 +45,14 @@ class BatchedCounter<L extends string> {
 
   /** `key` names the label values (the caller joins them); `labels` makes them on first use. */
   inc(key: string, labels: () => Record<L, string>): void {
-    const entry = this.pending.get(key);
-    if (entry) entry.count++;
-    else this.pending.set(key, { labels: labels(), count: 1 });
+    this.cell(key, labels).count++;
+  }
+
+  /** The pending count of one label set, for a caller that keeps it and counts on it directly. */
+  cell(key: string, labels: () => Record<L, string>): PendingCount<L> {
+    let entry = this.pending.get(key);
+    if (!entry) this.pending.set(key, (entry = { labels: labels(), count: 0 }));
+    return entry;
   }
 
   /** Adds what was counted since the last scrape to the prom-client counter. */
@@ -60,6 +65,12 @@ class BatchedCounter<L extends string> {
   }
 }
 
+/** What one label set of a BatchedCounter counted since the last scrape. */
+interface PendingCount<L extends string> {
+  readonly labels: Record<L, string>;
+  count: number;
+}
+
 /** Prometheus label values escape backslash, double quote and newline. */
 function escapeLabel(value: string): string {
   return value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : '\\' + c));
@@ -67,12 +78,10 @@ function escapeLabel(value: string): string {
 
 /** One door and route: its answers by status, and its durations in histogram buckets. */
 interface RouteSeries {
-  door: Door;
-  route: string;
   /** Label text for the histogram lines, `door="…",route="…"`, escaped once. */
   labelText: string;
-  /** Answers by status since the last scrape (added to the prom-client counter then). */
-  statuses: Map<number, number>;
+  /** Answers by status, cells of the request counter kept here so a request makes no key. */
+  statuses: Map<number, PendingCount<'door' | 'route' | 'status'>>;
   /** Observations per bucket (not cumulative), the last for values above every bound. */
   buckets: Float64Array;
   sum: number;
@@ -80,27 +89,26 @@ interface RouteSeries {
 }
 
 /**
- * The request counter and the duration histogram, kept per door and route in plain arrays: one
- * key and one map lookup per request instead of prom-client's label validation, hashing and a
- * closure per call, for each of the two metrics. The counter reaches prom-client on scrape (its
- * public `collect` hook). prom-client has no public way to add bucket counts in bulk, so the
- * histogram family is written here, in the text exposition format (version 0.0.4), and served
- * after the registry's families on the same scrape.
+ * The request counter and the duration histogram, kept per door and route: one key and one map
+ * lookup per request instead of prom-client's label validation, hashing and a closure per call,
+ * for each of the two metrics. The counter is a BatchedCounter whose cells each route keeps by
+ * status. prom-client has no public way to add bucket counts in bulk, so the histogram family is
+ * written here, in the text exposition format (version 0.0.4), and served after the registry's
+ * families on the same scrape.
  */
 class RequestSeries {
   private readonly series = new Map<string, RouteSeries>();
-  private readonly requests: Counter<'door' | 'route' | 'status'>;
+  private readonly requests: BatchedCounter<'door' | 'route' | 'status'>;
 
   constructor(
     registers: Registry[],
     private readonly duration: { name: string; help: string; buckets: readonly number[] },
   ) {
-    this.requests = new Counter({
+    this.requests = new BatchedCounter({
       name: 'tidegate_requests_total',
       help: 'Requests answered, by door, route or GraphQL operation, and HTTP status',
       labelNames: ['door', 'route', 'status'],
       registers,
-      collect: () => this.fold(),
     });
   }
 
@@ -109,8 +117,6 @@ class RequestSeries {
     let series = this.series.get(key);
     if (!series) {
       series = {
-        door,
-        route,
         labelText: `door="${escapeLabel(door)}",route="${escapeLabel(route)}"`,
         statuses: new Map(),
         buckets: new Float64Array(this.duration.buckets.length + 1),
@@ -119,7 +125,12 @@ class RequestSeries {
       };
       this.series.set(key, series);
     }
-    series.statuses.set(status, (series.statuses.get(status) ?? 0) + 1);
+    let answered = series.statuses.get(status);
+    if (!answered) {
+      answered = this.requests.cell(`${key}\u0000${status}`, () => ({ door, route, status: String(status) }));
+      series.statuses.set(status, answered);
+    }
+    answered.count++;
     if (!Number.isFinite(seconds)) return;
     const bounds = this.duration.buckets;
     let i = 0;
@@ -127,17 +138,6 @@ class RequestSeries {
     series.buckets[i]!++;
     series.sum += seconds;
     series.count++;
-  }
-
-  /** Adds the answers counted since the last scrape to the prom-client counter. */
-  private fold(): void {
-    for (const series of this.series.values()) {
-      for (const [status, count] of series.statuses) {
-        if (count === 0) continue;
-        this.requests.inc({ door: series.door, route: series.route, status: String(status) }, count);
-        series.statuses.set(status, 0);
-      }
-    }
   }
 
   /** The duration histogram in the text exposition format, as prom-client writes a histogram. */
