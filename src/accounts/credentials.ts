@@ -17,7 +17,8 @@ const MAX_CACHED_KEYS = 10_000;
 
 /**
  * Turns a presented secret into a Principal. Verified API keys are cached briefly (the
- * per-request cost is then one SHA-256). Revocation evicts at once in this process; keys revoked
+ * per-request cost is then one SHA-256, or a string comparison when the connection presented the same
+ * key last time). Revocation evicts at once in this process; keys revoked
  * elsewhere (the CLI, another gateway) are found by the auth module's revocation watch every
  * REVOCATION_POLL and evicted through `invalidateKey`; the cache TTL bounds anything else.
  */
@@ -27,6 +28,13 @@ export class AccountCredentials implements CredentialResolver {
   private readonly refusedKeys = new Map<string, number>();
   private readonly pendingLastUsed = new Map<string, Date>();
   private readonly verifiers: TokenVerifier[] = [];
+  /**
+   * The last API key each live connection presented, with its SHA-256: a keep-alive connection
+   * sends the same key on every request, and comparing it costs less than hashing it again. Held
+   * no longer than the connection (a WeakMap on its socket); the hash still goes through the key
+   * cache below, so expiry and revocation apply exactly as without it.
+   */
+  private readonly connectionKeys = new WeakMap<object, { secret: string; hash: string }>();
   private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -40,14 +48,24 @@ export class AccountCredentials implements CredentialResolver {
   }
 
   /** The principal, at once when the credential is cached (the common case), else after a lookup. */
-  resolve(secret: string): MaybePromise<Principal | null> {
-    if (secret.startsWith(API_KEY_PREFIX)) return this.resolveApiKey(secret);
+  resolve(secret: string, connection?: object): MaybePromise<Principal | null> {
+    if (secret.startsWith(API_KEY_PREFIX))
+      return this.resolveApiKey(secret, this.keyHash(secret, connection));
     const verifier = this.verifiers.find((v) => v.handles(secret));
     return verifier ? verifier.verify(secret) : null;
   }
 
-  private resolveApiKey(secret: string): MaybePromise<Principal | null> {
+  /** SHA-256 of a presented API key: the key cache's and the database's lookup key. */
+  private keyHash(secret: string, connection: object | undefined): string {
+    if (!connection) return sha256Hex(secret);
+    const last = this.connectionKeys.get(connection);
+    if (last !== undefined && last.secret === secret) return last.hash;
     const hash = sha256Hex(secret);
+    this.connectionKeys.set(connection, { secret, hash });
+    return hash;
+  }
+
+  private resolveApiKey(secret: string, hash: string): MaybePromise<Principal | null> {
     const now = this.clock.now();
     const cached = this.keyCache.get(hash);
     if (cached && cached.cachedUntil > now.getTime()) {

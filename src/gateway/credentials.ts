@@ -36,8 +36,12 @@ export function extractCredential(headers: HeaderBag): PresentedCredential | nul
  * (src/accounts/credentials.ts), other bearer tokens by the verifiers plugged in (the OAuth server).
  */
 export interface CredentialResolver {
-  /** The principal, at once when the credential is cached (the common case), else after a lookup. */
-  resolve(secret: string): MaybePromise<Principal | null>;
+  /**
+   * The principal, at once when the credential is cached (the common case), else after a lookup.
+   * `connection` (the request's socket) lets a keep-alive connection that presents the same
+   * secret again skip re-deriving its lookup key; the answer is the same without it.
+   */
+  resolve(secret: string, connection?: object): MaybePromise<Principal | null>;
   addTokenVerifier(verifier: TokenVerifier): void;
   /** Forgets a cached key (called on revoke/rotate, here or — via the bus — elsewhere). */
   invalidateKey(keyId: string): void;

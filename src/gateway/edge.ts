@@ -46,7 +46,7 @@ export function registerEdge(
     if (presented === null) return done();
     if (presented === 'malformed') return done(withChallenge(unauthenticated(), 'bearer'));
     request.presentation = presented.presentation;
-    const resolved = credentials.resolve(presented.secret);
+    const resolved = credentials.resolve(presented.secret, request.raw.socket);
     if (isPromise(resolved)) resolved.then((principal) => admitCaller(request, principal, done), done);
     else admitCaller(request, resolved, done);
   });

@@ -1,10 +1,11 @@
+import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/env.js';
 import { ApiKey } from '../../src/accounts/entities.js';
 import { createApiKey, revokeApiKey, rotateApiKey } from '../../src/accounts/service.js';
 import { DAY, HOUR, ManualClock } from '../../src/kernel/clock.js';
 import { isAppError } from '../../src/kernel/errors.js';
-import { rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 const LOOKUP = '/v1/vessels/lookup?imo=9074729';
 
@@ -154,6 +155,65 @@ describeEachDialect('API keys', (dialect) => {
       const before = await em().count(ApiKey, {});
       await expect(createApiKey({ em: em(), clock }, policy, input as never)).rejects.toThrow(message);
       expect(await em().count(ApiKey, {})).toBe(before);
+    }
+  });
+
+  it('answer for the key each request presents, when one keep-alive connection changes keys', async () => {
+    // One socket for every request below (asserted): the per-connection memo of the last key's
+    // hash must never answer for a different key, nor outlive a revocation.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const viewer = (key: string) =>
+      new Promise<{ status: number; reused: boolean; body: Json }>((resolve, reject) => {
+        const url = new URL('/graphql', server.url);
+        const req = httpRequest(
+          url,
+          { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-api-key': key } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => (text += chunk));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                reused: req.reusedSocket,
+                body: JSON.parse(text) as Json,
+              }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ query: '{ viewer { accountId credentialId } }' }));
+      });
+    // Earlier tests filled the accounts' five active keys.
+    const roomy = { ...policy, maxActiveKeys: 100 };
+    try {
+      const other = server.demo.accounts.find((a) => a.accountId !== accountId)!.accountId;
+      const first = await createApiKey({ em: em(), clock }, roomy, { accountId });
+      const second = await createApiKey({ em: em(), clock }, roomy, { accountId: other });
+      const seen: Array<{ status: number; account?: string; credential?: string }> = [];
+      const reused: boolean[] = [];
+      for (const secret of [first.secret, first.secret, second.secret, 'tg_not-a-real-key', first.secret]) {
+        const res = await viewer(secret);
+        reused.push(res.reused);
+        const v = (res.body as { data?: { viewer?: { accountId: string; credentialId: string } } }).data
+          ?.viewer;
+        seen.push({ status: res.status, account: v?.accountId, credential: v?.credentialId });
+      }
+      expect(reused).toEqual([false, true, true, true, true]);
+      expect(seen).toEqual([
+        { status: 200, account: accountId, credential: first.key.id },
+        { status: 200, account: accountId, credential: first.key.id },
+        { status: 200, account: other, credential: second.key.id },
+        { status: 401, account: undefined, credential: undefined },
+        { status: 200, account: accountId, credential: first.key.id },
+      ]);
+      await revokeApiKey({ em: em(), clock }, first.key.id);
+      server.app.services.credentials.invalidateKey(first.key.id);
+      const revoked = await viewer(first.secret);
+      expect(revoked.reused).toBe(true);
+      expect(revoked.status).toBe(401);
+    } finally {
+      agent.destroy();
     }
   });
 });

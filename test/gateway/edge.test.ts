@@ -15,9 +15,9 @@ describe('JSON body nesting', () => {
     expect(nestingExceeds(mixed, 32)).toBe(true);
     expect(nestingExceeds('{"a":['.repeat(16) + '1' + ']}'.repeat(16), 32)).toBe(false);
     // Long, with few brackets: under the limit without a walk.
-    expect(nestingExceeds(JSON.stringify({ query: `{ market { ${'protocolCount '.repeat(20)}} }` }), 32)).toBe(
-      false,
-    );
+    expect(
+      nestingExceeds(JSON.stringify({ query: `{ market { ${'protocolCount '.repeat(20)}} }` }), 32),
+    ).toBe(false);
     // Many brackets side by side, none deep: walked, and still under the limit.
     expect(nestingExceeds(JSON.stringify({ rows: Array.from({ length: 100 }, () => [{}]) }), 32)).toBe(false);
   });
