@@ -20,6 +20,7 @@ import {
 import { registerGraphQL } from './gateway/graphql-http.js';
 import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
 import { Operations } from './gateway/operation.js';
+import { requestLoggerFactory } from './gateway/request-logger.js';
 import { createRateLimiter } from './gateway/limits.js';
 import { Metrics, poolSnapshot, registerMetricsRoute } from './gateway/metrics.js';
 import { gatewayOpenApi, registerOpenApiRoute } from './gateway/openapi.js';
@@ -90,6 +91,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     logger: options.logger === false ? false : { level: config.logLevel },
     // The edge logs one line per request with its operation and caller instead.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: requestLoggerFactory,
     trustProxy: config.trustProxy,
     genReqId: (req) => requestIdOf(req.headers['x-request-id']),
     bodyLimit: 1024 * 1024,
