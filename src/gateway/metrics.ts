@@ -97,7 +97,8 @@ interface RouteSeries {
  * families on the same scrape.
  */
 class RequestSeries {
-  private readonly series = new Map<string, RouteSeries>();
+  /** By door, then route: keys the caller already holds, so no joined key is made and hashed per request. */
+  private readonly series = new Map<Door, Map<string, RouteSeries>>();
   private readonly requests: BatchedCounter<'door' | 'route' | 'status'>;
 
   constructor(
@@ -113,8 +114,9 @@ class RequestSeries {
   }
 
   observe(door: Door, route: string, status: number, seconds: number): void {
-    const key = `${door}\u0000${route}`;
-    let series = this.series.get(key);
+    let routes = this.series.get(door);
+    if (!routes) this.series.set(door, (routes = new Map()));
+    let series = routes.get(route);
     if (!series) {
       series = {
         labelText: `door="${escapeLabel(door)}",route="${escapeLabel(route)}"`,
@@ -123,11 +125,15 @@ class RequestSeries {
         sum: 0,
         count: 0,
       };
-      this.series.set(key, series);
+      routes.set(route, series);
     }
     let answered = series.statuses.get(status);
     if (!answered) {
-      answered = this.requests.cell(`${key}\u0000${status}`, () => ({ door, route, status: String(status) }));
+      answered = this.requests.cell(`${door}\u0000${route}\u0000${status}`, () => ({
+        door,
+        route,
+        status: String(status),
+      }));
       series.statuses.set(status, answered);
     }
     answered.count++;
@@ -144,7 +150,7 @@ class RequestSeries {
   histogramText(): string {
     const { name, help, buckets } = this.duration;
     let text = `# HELP ${name} ${help.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')}\n# TYPE ${name} histogram\n`;
-    for (const series of this.series.values()) {
+    for (const series of [...this.series.values()].flatMap((routes) => [...routes.values()])) {
       if (series.count === 0) continue;
       let cumulative = 0;
       for (let i = 0; i < buckets.length; i++) {
@@ -176,6 +182,8 @@ export class Metrics {
   private readonly events: Counter<'type'>;
   private readonly deliveries: Counter<'outcome'>;
   private readonly answers: BatchedCounter<'source' | 'outcome'>;
+  /** The answer counter's cells by source and outcome: a kept answer is counted without a joined key. */
+  private readonly answerCells = new Map<string, Map<AnswerOutcome, PendingCount<'source' | 'outcome'>>>();
   private readonly operationLabels = new Set<string>();
   private outbox: (() => Promise<OutboxSnapshot>) | undefined;
   private pool: (() => PoolSnapshot | undefined) | undefined;
@@ -287,7 +295,15 @@ export class Metrics {
 
   /** A query whose results may be kept (src/gateway/answers.ts): answered from a kept result, joined, or executed. */
   answerCache(source: string, outcome: AnswerOutcome): void {
-    this.answers.inc(`${source}\u0000${outcome}`, () => ({ source, outcome }));
+    let cells = this.answerCells.get(source);
+    if (!cells) this.answerCells.set(source, (cells = new Map()));
+    let cell = cells.get(outcome);
+    if (!cell)
+      cells.set(
+        outcome,
+        (cell = this.answers.cell(`${source}\u0000${outcome}`, () => ({ source, outcome }))),
+      );
+    cell.count++;
   }
 
   observeAnswerCache(probe: () => { entries: number; bytes: number }): void {
