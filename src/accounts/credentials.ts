@@ -16,11 +16,11 @@ interface CachedKey {
 const MAX_CACHED_KEYS = 10_000;
 
 /**
- * Turns a presented secret into a Principal. Verified API keys are cached briefly (the
- * per-request cost is then one SHA-256, or a string comparison when the connection presented the same
- * key last time). Revocation evicts at once in this process; keys revoked
- * elsewhere (the CLI, another gateway) are found by the auth module's revocation watch every
- * REVOCATION_POLL and evicted through `invalidateKey`; the cache TTL bounds anything else.
+ * Turns a presented secret into a Principal. Verified API keys are cached briefly (the per-request
+ * cost is then one SHA-256, or a string comparison when the connection presented the same key last
+ * time). Revocation evicts at once in this process; keys revoked elsewhere (the CLI, another
+ * gateway) are found by the auth module's revocation watch every REVOCATION_POLL and evicted
+ * through `invalidateKey`; the cache TTL bounds anything else.
  */
 export class AccountCredentials implements CredentialResolver {
   private readonly keyCache = new Map<string, CachedKey>();

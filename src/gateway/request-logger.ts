@@ -5,6 +5,8 @@ type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildLoggerOptions = NonNullable<Parameters<FastifyBaseLogger['child']>[1]>;
 type ChildLoggerFactory = NonNullable<FastifyServerOptions['childLoggerFactory']>;
 
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
 /** A logging method of the request's logger, whatever pino overload it is called with. */
 type Forward = (this: FastifyBaseLogger, ...args: unknown[]) => void;
 
@@ -38,33 +40,31 @@ export class RequestLogger implements FastifyBaseLogger {
   }
 
   // pino's LogFn is a set of overloads, and its methods read `this`: each call is passed on as made.
-  fatal(...args: unknown[]): void {
+  private write(level: Level, args: unknown[]): void {
     const log = this.log;
-    (log.fatal as Forward).apply(log, args);
+    (log[level] as Forward).apply(log, args);
+  }
+
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args);
   }
   error(...args: unknown[]): void {
-    const log = this.log;
-    (log.error as Forward).apply(log, args);
+    this.write('error', args);
   }
   warn(...args: unknown[]): void {
-    const log = this.log;
-    (log.warn as Forward).apply(log, args);
+    this.write('warn', args);
   }
   info(...args: unknown[]): void {
-    const log = this.log;
-    (log.info as Forward).apply(log, args);
+    this.write('info', args);
   }
   debug(...args: unknown[]): void {
-    const log = this.log;
-    (log.debug as Forward).apply(log, args);
+    this.write('debug', args);
   }
   trace(...args: unknown[]): void {
-    const log = this.log;
-    (log.trace as Forward).apply(log, args);
+    this.write('trace', args);
   }
   silent(...args: unknown[]): void {
-    const log = this.log;
-    (log.silent as Forward).apply(log, args);
+    this.write('silent', args);
   }
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
