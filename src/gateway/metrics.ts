@@ -31,9 +31,10 @@ export interface PoolSnapshot {
 }
 
 /**
- * A counter counted in a plain map and added to its prom-client counter when scraped (its public
- * `collect` hook): one string key and a map lookup per call instead of prom-client's label
- * validation and hashing. The series stay bounded by their labels (operation names are capped).
+ * A counter counted in plain cells and added to its prom-client counter when scraped (its public
+ * `collect` hook), instead of prom-client's label validation and hashing per call. A caller takes
+ * a label set's cell once and counts on it directly. The series stay bounded by their labels
+ * (operation names are capped).
  */
 class BatchedCounter<L extends string> {
   private readonly pending = new Map<string, PendingCount<L>>();
@@ -43,12 +44,10 @@ class BatchedCounter<L extends string> {
     this.counter = new Counter<L>({ ...configuration, collect: () => this.fold() });
   }
 
-  /** `key` names the label values (the caller joins them); `labels` makes them on first use. */
-  inc(key: string, labels: () => Record<L, string>): void {
-    this.cell(key, labels).count++;
-  }
-
-  /** The pending count of one label set, for a caller that keeps it and counts on it directly. */
+  /**
+   * The pending count of one label set, for a caller that keeps it and counts on it directly.
+   * `key` names the label values (the caller joins them); `labels` makes them on first use.
+   */
   cell(key: string, labels: () => Record<L, string>): PendingCount<L> {
     let entry = this.pending.get(key);
     if (!entry) this.pending.set(key, (entry = { labels: labels(), count: 0 }));
