@@ -91,7 +91,7 @@ export interface Config {
   graphqlDeadlineMs: number;
   /** Memory for query results kept per data version (src/gateway/answers.ts), in MiB; 0 keeps none. */
   answerCacheMb: number;
-  /** Serves GET /bench/bare, the baseline route `npm run bench` compares against. Off in production. */
+  /** Serves GET and POST /bench/bare, the floors `npm run bench` measures. Off in production. */
   benchRoutes: boolean;
   /** Console / OAuth login session lifetime. */
   authSessionTtlMs: number;

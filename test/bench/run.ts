@@ -37,7 +37,16 @@ const TRIVIAL = JSON.stringify({ query: '{ vessel(imo: "9074729") { imo name fla
 const gqlHeaders = (k: Keys) => ({ 'content-type': 'application/json', 'x-api-key': k.INSTITUTIONAL });
 
 const foundation: BenchScenario[] = [
-  { name: 'bare Fastify route in the gateway process', method: 'GET', path: '/bench/bare' },
+  // The floors: what the HTTP stack and the edge hooks cost before any work, against the same ceiling.
+  { name: 'bare Fastify route in the gateway process', method: 'GET', path: '/bench/bare', ceiling: true },
+  {
+    name: 'bare Fastify POST route in the gateway process (a GraphQL body, parsed)',
+    method: 'POST',
+    path: '/bench/bare',
+    headers: gqlHeaders,
+    body: TRIVIAL,
+    ceiling: true,
+  },
   {
     name: 'GraphQL trivial query',
     method: 'POST',
