@@ -37,7 +37,8 @@ const TRIVIAL = JSON.stringify({ query: '{ vessel(imo: "9074729") { imo name fla
 const gqlHeaders = (k: Keys) => ({ 'content-type': 'application/json', 'x-api-key': k.INSTITUTIONAL });
 
 const foundation: BenchScenario[] = [
-  // The floors: what the HTTP stack and the edge hooks cost before any work, against the same ceiling.
+  // The floors: what the HTTP stack and the edge hooks cost before any work, each against its ceiling.
+  // The GET sends no key (as in every earlier run); the POST sends the GraphQL scenarios' headers and body.
   { name: 'bare Fastify route in the gateway process', method: 'GET', path: '/bench/bare', ceiling: true },
   {
     name: 'bare Fastify POST route in the gateway process (a GraphQL body, parsed)',
