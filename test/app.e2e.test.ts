@@ -44,7 +44,10 @@ describe('GET and POST /bench/bare with BENCH_ROUTES=true', () => {
       body: '{"query": ',
     });
     expect(response.status).toBe(400);
-    expect(await response.text()).not.toContain('Northern Tern');
+    const text = await response.text();
+    expect(text).toContain('BAD_USER_INPUT');
+    expect(text).toContain('The body is not valid JSON');
+    expect(text).not.toContain('Northern Tern');
   });
 });
 
