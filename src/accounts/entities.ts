@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Enum, Index, ManyToOne, PrimaryKey, Property } from '@mikro-orm/core';
 import { Plan } from '../kernel/plans.js';
 
 @Entity({ tableName: 'accounts' })
@@ -13,7 +13,7 @@ export class Account {
   @Enum({ items: () => Plan, nativeEnumName: undefined })
   plan!: Plan;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
   /**
@@ -45,7 +45,7 @@ export class User {
   @Property({ type: 'json' })
   roles: string[] = [];
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -72,16 +72,16 @@ export class ApiKey {
   @Property({ type: 'json' })
   scopes: string[] = [];
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   lastUsedAt?: Date | null;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   revokedAt?: Date | null;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   expiresAt?: Date | null;
 
   /** The key this one replaced by rotation; a key has at most one successor. */

@@ -1,4 +1,4 @@
-import { Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
 
 /** One row per API call (REST request, GraphQL operation, subscription start). Append-only. */
 @Entity({ tableName: 'audit_records' })
@@ -7,7 +7,7 @@ export class AuditRecord {
   @PrimaryKey({ type: 'bigint', autoincrement: true })
   id!: string;
 
-  @Property({ type: 'datetime', index: true })
+  @Property({ type: DateTimeType, index: true })
   at!: Date;
 
   @Property({ type: 'string', length: 64 })

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
 
 /** A registered OAuth application. Deleting it revokes everything issued to it. */
 @Entity({ tableName: 'oauth_clients' })
@@ -39,7 +39,7 @@ export class OAuthClient {
   @Property({ type: 'string', length: 64, nullable: true, hidden: true })
   secretHash?: string | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -70,13 +70,13 @@ export class AuthorizationCode {
   @Property({ type: 'string', length: 128 })
   codeChallenge!: string;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   usedAt?: Date | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -110,17 +110,17 @@ export class RefreshToken {
   @Property({ type: 'uuid', nullable: true, index: true })
   codeId?: string | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
   /** Set when rotated: presenting this token again is reuse. */
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   usedAt?: Date | null;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   revokedAt?: Date | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -149,13 +149,13 @@ export class AccessTokenRecord {
   @Property({ type: 'uuid', nullable: true, index: true })
   codeId?: string | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   revokedAt?: Date | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -181,7 +181,7 @@ export class SigningKey {
   @Property({ type: 'json' })
   publicJwk!: Record<string, unknown>;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
   /**
@@ -189,11 +189,11 @@ export class SigningKey {
    * JWKS copies have expired. (The column is nullable only because SQLite cannot add a NOT NULL
    * column to a filled table; the migration sets it on every existing row.)
    */
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   activatesAt!: Date;
 
   /** When a newer key took (or takes) over; still published until its last token has expired. */
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   retiredAt?: Date | null;
 }
 
@@ -223,10 +223,10 @@ export class AuthSession {
   @Property({ type: 'text', nullable: true, hidden: true })
   flash?: string | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 

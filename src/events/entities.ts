@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { DateTimeType, Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { WebhookDomain } from './catalog.js';
 
@@ -19,7 +19,7 @@ export class EventRecord {
   @Property({ type: 'string', length: 64 })
   type!: string;
 
-  @Property({ type: 'datetime', index: true })
+  @Property({ type: DateTimeType, index: true })
   occurredAt!: Date;
 
   /** The tenant the event belongs to; null for market-wide events (liquidity scores). */
@@ -30,7 +30,7 @@ export class EventRecord {
   payload!: Record<string, unknown>;
 
   /** When the outbox dispatcher created this event's webhook deliveries; null = not yet. */
-  @Property({ type: 'datetime', nullable: true, index: true })
+  @Property({ type: DateTimeType, nullable: true, index: true })
   dispatchedAt?: Date | null;
 
   /**
@@ -104,7 +104,7 @@ export class WebhookEndpoint {
     description:
       'Until then deliveries carry a second v1 signature made with the secret before the last rotation.',
   })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   previousSecretExpiresAt?: Date | null;
 
   @Field(() => String, { description: 'The first characters of the signing secret, to tell secrets apart.' })
@@ -123,7 +123,7 @@ export class WebhookEndpoint {
   disabledReason?: string | null;
 
   @Field(() => Date, { nullable: true })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   disabledAt?: Date | null;
 
   @Field(() => Int, { description: 'Failed attempts since the last successful delivery.' })
@@ -131,7 +131,7 @@ export class WebhookEndpoint {
   consecutiveFailures = 0;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -174,11 +174,11 @@ export class WebhookDelivery {
   attemptsAtRedelivery = 0;
 
   @Field(() => Date, { nullable: true, description: 'When the next attempt is due (PENDING only).' })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   nextAttemptAt?: Date | null;
 
   @Field(() => Date, { nullable: true })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   lastAttemptAt?: Date | null;
 
   @Field(() => Int, {
@@ -193,18 +193,18 @@ export class WebhookDelivery {
   lastError?: string | null;
 
   @Field(() => Date, { nullable: true })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   deliveredAt?: Date | null;
 
   /** A worker's claim: only the holder of this token delivers until leaseUntil. */
   @Property({ type: 'uuid', nullable: true })
   leaseToken?: string | null;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   leaseUntil?: Date | null;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -226,7 +226,7 @@ export class WebhookDeliveryAttempt {
   attempt!: number;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   attemptedAt!: Date;
 
   @Field(() => Int, { nullable: true, description: 'HTTP status; null when no answer came.' })

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Enum, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { DateTimeType, Entity, Enum, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { Field, Float, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import type {
   PenaltyCaps,
@@ -232,11 +232,11 @@ export class Protocol {
   staleNotified = false;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   updatedAt!: Date;
 
   @Field(() => String, {
@@ -350,7 +350,7 @@ export class ProfileScoreAudit {
   @Property({ type: 'json' })
   penaltyCaps!: PenaltyCaps;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -383,7 +383,7 @@ export class SupersededAudit {
   @Property({ type: 'json' })
   penaltyCaps!: PenaltyCaps;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   supersededAt!: Date;
 }
 
@@ -409,10 +409,10 @@ export class Watchlist {
   @Property({ type: 'boolean' })
   complianceEvents = true;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   updatedAt!: Date;
 }
 
@@ -428,7 +428,7 @@ export class WatchlistItem {
   @Property({ type: 'uuid', index: true })
   protocolId!: string;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   addedAt!: Date;
 }
 
@@ -475,7 +475,7 @@ export class WatchlistAlert {
   asOf!: string;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -497,10 +497,10 @@ export class ScoringProfile {
   @Property({ type: 'json' })
   penaltyCaps!: PenaltyCaps;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   updatedAt!: Date;
 }
 
@@ -530,7 +530,7 @@ export class ScoringProfileChange {
   @Property({ type: 'json', nullable: true })
   after!: Record<string, unknown> | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   at!: Date;
 }
 
@@ -557,7 +557,7 @@ export class ProtocolChange {
   @Property({ type: 'json', nullable: true })
   after!: Record<string, unknown> | null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   at!: Date;
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Enum, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { DateTimeType, Entity, Enum, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { Field, Float, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { JSONObjectResolver as JSONObject } from 'graphql-scalars';
 import { RequiresScopes } from '../gateway/directives.js';
@@ -144,7 +144,7 @@ export class Vessel {
   @Property({ type: 'integer' })
   yearBuilt!: number;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -176,7 +176,7 @@ export class Port {
   @Property({ type: 'string', length: 64 })
   timeZone!: string;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -212,38 +212,38 @@ export class PortCall {
   status: PortCallStatus = PortCallStatus.SCHEDULED;
 
   @Field(() => Date, { description: 'Estimated time of arrival.' })
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   eta!: Date;
 
   @Field(() => Date, { nullable: true, description: 'Estimated time of berthing.' })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   etb?: Date | null;
 
   @Field(() => Date, { nullable: true, description: 'Estimated time of departure.' })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   etd?: Date | null;
 
   @Field(() => Date, {
     nullable: true,
     description: 'Actual time of arrival (set by the ARRIVED transition).',
   })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   ata?: Date | null;
 
   @Field(() => Date, { nullable: true, description: 'Actual time of berthing (set by BERTHED).' })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   atb?: Date | null;
 
   @Field(() => Date, { nullable: true, description: 'Actual time of departure (set by DEPARTED).' })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   atd?: Date | null;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   updatedAt!: Date;
 }
 
@@ -269,7 +269,7 @@ export class StatusChange {
   to!: string;
 
   @Field(() => Date, { description: 'When the new status took effect (ATA/ATB/ATD for port calls).' })
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   at!: Date;
 
   @Field(() => String, {
@@ -281,7 +281,7 @@ export class StatusChange {
   @Field(() => Date, {
     description: 'When the change was recorded; `at` may be earlier (an actual time reported late).',
   })
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   recordedAt!: Date;
 }
 
@@ -324,7 +324,7 @@ export class Vendor {
   active: boolean = true;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -367,19 +367,19 @@ export class ServiceOrder {
     nullable: true,
     description: 'When the service is wanted; the on-time measure compares completion with it.',
   })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   requestedFor?: Date | null;
 
   @Field(() => Date, { nullable: true })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   completedAt?: Date | null;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   updatedAt!: Date;
 }
 
@@ -462,19 +462,19 @@ export class Invoice {
   total!: string;
 
   @Field(() => Date, { description: 'Payment due (UTC date at 00:00).' })
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   dueDate!: Date;
 
   @Field(() => Date, { nullable: true })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   issuedAt?: Date | null;
 
   @Field(() => Date, { nullable: true })
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   paidAt?: Date | null;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -527,7 +527,7 @@ export class Document {
   uploadedBy!: string;
 
   @Field(() => Date)
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt!: Date;
 }
 
@@ -559,10 +559,10 @@ export class UsedUploadToken {
   @Property({ type: 'uuid' })
   documentId!: string;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   usedAt!: Date;
 }
 
