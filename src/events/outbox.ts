@@ -101,6 +101,13 @@ export class WebhookOutbox {
   private running: Promise<void> | undefined;
   private sweeping: Promise<void> | undefined;
   private again = false;
+  /**
+   * Whether the next turn looks for due deliveries. A publish only adds undispatched events: the
+   * deliveries its dispatch creates, a poll (a retry's backoff ends between polls), a finished
+   * attempt (a slot frees) and a full claim (more may wait) set it. So a write whose events no
+   * endpoint subscribes to costs the dispatch alone, not a claim transaction as well.
+   */
+  private deliveriesDue = true;
   private stopped = false;
   private readonly inFlight = new Set<AbortController>();
   private readonly attempts = new Set<Promise<void>>();
@@ -112,11 +119,17 @@ export class WebhookOutbox {
   constructor(private readonly options: OutboxOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => this.nudge(), this.options.config.webhookPollMs);
+    this.timer = setInterval(() => this.poll(), this.options.config.webhookPollMs);
     this.timer.unref();
     this.sweepTimer = setInterval(() => this.sweep(), RETENTION_SWEEP_MS);
     this.sweepTimer.unref();
     this.sweep();
+    this.nudge();
+  }
+
+  /** Every WEBHOOK_POLL: undispatched events (another process's) and due deliveries. */
+  private poll(): void {
+    this.deliveriesDue = true;
     this.nudge();
   }
 
@@ -169,10 +182,17 @@ export class WebhookOutbox {
     do {
       this.again = false;
       try {
-        const dispatched = await this.dispatch();
-        const delivered = await this.deliverDue();
-        if (dispatched === DISPATCH_BATCH || (delivered > 0 && this.attempts.size < MAX_IN_FLIGHT))
-          this.again = true;
+        const { count: dispatched, deliveries } = await this.dispatchEvents();
+        let delivered = 0;
+        if (this.deliveriesDue || deliveries > 0) {
+          this.deliveriesDue = false;
+          delivered = await this.deliverDue().catch((e: unknown) => {
+            this.deliveriesDue = true;
+            throw e;
+          });
+        }
+        if (delivered > 0 && this.attempts.size < MAX_IN_FLIGHT) this.deliveriesDue = true;
+        if (dispatched === DISPATCH_BATCH || this.deliveriesDue) this.again = true;
       } catch (e) {
         if (!this.stopped) this.options.logger.error({ err: e }, 'webhook outbox tick failed');
       }
@@ -181,8 +201,13 @@ export class WebhookOutbox {
 
   /** Turns undispatched events into deliveries and relays CLI-staged ones. Returns how many events it handled. */
   async dispatch(): Promise<number> {
+    return (await this.dispatchEvents()).count;
+  }
+
+  /** `dispatch`, also saying how many deliveries it created. */
+  private async dispatchEvents(): Promise<{ count: number; deliveries: number }> {
     const { db, clock } = this.options;
-    const { count, relayed } = await db.em().transactional(async (tx) => {
+    const { count, deliveries, relayed } = await db.em().transactional(async (tx) => {
       const qb = tx
         .createQueryBuilder(EventRecord)
         .select(['id', 'type', 'accountId', 'occurredAt', 'payload', 'relay'])
@@ -191,7 +216,7 @@ export class WebhookOutbox {
         .limit(DISPATCH_BATCH);
       if (db.dialect === 'postgresql') qb.setLockMode(LockMode.PESSIMISTIC_PARTIAL_WRITE);
       const events = await qb.getResult();
-      if (events.length === 0) return { count: 0, relayed: [] };
+      if (events.length === 0) return { count: 0, deliveries: 0, relayed: [] };
 
       const now = clock.now();
       const endpoints = await this.subscribedEndpoints(tx);
@@ -225,7 +250,7 @@ export class WebhookOutbox {
       );
       // Another worker got there first: roll back, so nothing is fanned out or relayed twice.
       if (marked !== events.length) throw new Error('outbox dispatch raced another worker; retrying');
-      return { count: events.length, relayed: events.filter((e) => e.relay) };
+      return { count: events.length, deliveries: rows.length, relayed: events.filter((e) => e.relay) };
     });
     if (relayed.length > 0) {
       // Committed, and this worker alone dispatched them: publish once, for live subscribers everywhere.
@@ -239,7 +264,7 @@ export class WebhookOutbox {
         })),
       );
     }
-    return count;
+    return { count, deliveries };
   }
 
   /** Active endpoints that may receive events: liquidity ones only while the account is Professional+. */
@@ -268,7 +293,7 @@ export class WebhookOutbox {
     const now = clock.now();
     const token = randomUUID();
     const claimable = { $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] };
-    await db.em().transactional(async (tx) => {
+    const claimedAny = await db.em().transactional(async (tx) => {
       const leased = await tx.find(
         WebhookDelivery,
         { status: WebhookDeliveryStatus.PENDING, leaseUntil: { $gte: now } },
@@ -300,7 +325,7 @@ export class WebhookOutbox {
         busy.set(d.endpoint, n + 1);
         return true;
       });
-      if (chosen.length === 0) return;
+      if (chosen.length === 0) return false;
       await tx.nativeUpdate(
         WebhookDelivery,
         { id: { $in: chosen.map((d) => d.id) }, ...claimable },
@@ -309,7 +334,9 @@ export class WebhookOutbox {
           leaseUntil: new Date(now.getTime() + config.webhookTimeoutMs + LEASE_MARGIN_MS),
         },
       );
+      return true;
     });
+    if (!claimedAny) return 0;
     const em = db.em();
     const claimed = await em.find(WebhookDelivery, { leaseToken: token }, { populate: ['endpoint'] });
     if (claimed.length === 0) return 0;
@@ -325,6 +352,8 @@ export class WebhookOutbox {
         })
         .finally(() => {
           this.attempts.delete(attempt);
+          // A slot is free: claim what waits for it.
+          this.deliveriesDue = true;
           this.nudge();
         });
       this.attempts.add(attempt);

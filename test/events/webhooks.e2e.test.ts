@@ -854,6 +854,63 @@ describe('webhook secret rotation', () => {
   });
 });
 
+describeEachDialect('the webhook worker between polls', (dialect) => {
+  /** The claim's search for due deliveries (`deliverDue`), as the ORM logs it. */
+  const DUE_SEARCH = /from ["`]webhook_deliveries["`] as ["`]d["`] inner join/;
+  let server: TestServer;
+  let receiver: Receiver;
+  const statements: string[] = [];
+  beforeAll(async () => {
+    // No poll during the test: every turn of the worker is a wake-up the test causes.
+    server = await startTestServer({
+      dialect,
+      env: { WEBHOOK_POLL: '1h' },
+      onQuery: (message) => statements.push(message),
+    });
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  const dueSearches = () => statements.filter((s) => DUE_SEARCH.test(s)).length;
+  const dispatched = (id: string) =>
+    until(
+      () => server.database.db.em().findOne(EventRecord, { id }),
+      (event) => event?.dispatchedAt != null,
+      `event ${id} to be dispatched`,
+    );
+
+  it('dispatches events no endpoint subscribes to without a claim for deliveries, and claims the ones it fans out at once', async () => {
+    // The start-up turn looks for due deliveries once (a process may start with some waiting).
+    await until(
+      async () => dueSearches(),
+      (n) => n >= 1,
+      'the start-up search for due deliveries',
+    );
+    const before = dueSearches();
+    for (const slug of ['quiet-1', 'quiet-2', 'quiet-3']) {
+      const [event] = await commitEvents(server, [tierChange(slug)]);
+      await dispatched(event!.id);
+    }
+    // Three wake-ups, three dispatches, no delivery created: no search for due deliveries.
+    expect(dueSearches()).toBe(before);
+
+    const res = await rest(server.url, '/v1/webhooks', {
+      method: 'POST',
+      key: server.key('PROFESSIONAL'),
+      body: { url: receiver.url, event_types: ['tier_change'] },
+    });
+    expect(res.status, res.text).toBe(201);
+    const [event] = await commitEvents(server, [tierChange('heard')]);
+    // Delivered on the wake-up of its publish, an hour before the next poll.
+    const [request] = await receiver.waitFor((r) => r.length >= 1);
+    expect(request!.json.id).toBe(event!.id);
+    expect(dueSearches()).toBeGreaterThan(before);
+  });
+});
+
 describe('webhook deliverer and DNS', () => {
   let server: TestServer;
   let receiver: Receiver;
