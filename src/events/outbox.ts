@@ -104,8 +104,9 @@ export class WebhookOutbox {
   /**
    * Whether the next turn looks for due deliveries. A publish only adds undispatched events: the
    * deliveries its dispatch creates, a poll (a retry's backoff ends between polls), a finished
-   * attempt (a slot frees) and a full claim (more may wait) set it. So a write whose events no
-   * endpoint subscribes to costs the dispatch alone, not a claim transaction as well.
+   * attempt (a slot frees) and a claim that found some with slots to spare (more may wait) set it.
+   * So a write whose events no endpoint subscribes to costs the dispatch alone, not a claim
+   * transaction as well.
    */
   private deliveriesDue = true;
   private stopped = false;
