@@ -69,6 +69,8 @@ export function ormOptions(
     ensureDatabase: false,
     // Entities must never silently persist when a request ends without flushing.
     persistOnCreate: false,
+    // Plain text: the ORM's few lines go to log collectors, and the query log to tests that match it.
+    colors: false,
     debug: options.onQuery ? ['query'] : false,
     logger: options.onQuery ? (message: string) => options.onQuery?.(message) : undefined,
     // knex waits 60 s for a free connection by default: with the pool exhausted, a request should

@@ -17,9 +17,7 @@ describeEachDialect('the ORM on loaded entities', (dialect) => {
   beforeAll(async () => {
     server = await startTestServer({
       dialect,
-      onQuery: (message) => {
-        // eslint-disable-next-line no-control-regex
-        const sql = message.replace(/\x1B\[[0-9;]*m/g, '');
+      onQuery: (sql) => {
         if (recording && /^\[query\] (insert|update|delete)\b/i.test(sql)) writes.push(sql);
       },
     });

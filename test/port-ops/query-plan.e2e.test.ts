@@ -29,9 +29,7 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
   beforeAll(async () => {
     server = await startTestServer({
       dialect,
-      onQuery: (message) => {
-        // eslint-disable-next-line no-control-regex
-        const line = message.replace(/\x1B\[[0-9;]*m/g, '');
+      onQuery: (line) => {
         const sql = /^\[query\] ((?:select|with)\b.*?)(?: \[took .*)?$/is.exec(line)?.[1];
         if (recording && sql && PORT_OPS_TABLES.test(sql)) statements.push(sql);
       },

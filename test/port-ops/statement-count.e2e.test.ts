@@ -18,9 +18,7 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
   beforeAll(async () => {
     server = await startTestServer({
       dialect,
-      onQuery: (message) => {
-        // eslint-disable-next-line no-control-regex
-        const sql = message.replace(/\x1B\[[0-9;]*m/g, '');
+      onQuery: (sql) => {
         // begin/commit without a statement come from background pollers (webhook outbox), not from reads.
         if (recording && /^\[query\] (select|insert|update|delete|with)\b/i.test(sql)) statements.push(sql);
       },
