@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { AuditWriter } from './audit/writer.js';
 import { type Database } from './db/orm.js';
 import { openAppDatabase } from './database.js';
+import { startBackgroundCheckpoints } from './db/checkpoints.js';
 import { AccessPolicy } from './gateway/access.js';
 import { demandControl } from './gateway/demand.js';
 import { type Admission, type AppServices } from './gateway/context.js';
@@ -120,6 +121,13 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     : await createRateLimiter(config, clock, fastify.log, metrics);
   const persisted = await persistedOperations(config, fastify.log);
   const audit = new AuditWriter(db, (e) => fastify.log.error({ err: e }, 'audit write failed'));
+  // SQLite: WAL checkpoints run on a worker thread, not inside a request's commit (src/db/checkpoints.ts).
+  const checkpoints = await startBackgroundCheckpoints(db, (e) =>
+    fastify.log.error({ err: e }, 'SQLite checkpoint worker failed'),
+  ).catch((e: unknown) => {
+    fastify.log.warn({ err: e }, 'SQLite checkpoints stay on the serving connection');
+    return undefined;
+  });
   // The live bus of this process (across processes through Redis when REDIS_URL is set).
   const bus = await createEventBus(config, fastify.log);
   const secrets = openSecretBox(config);
@@ -161,6 +169,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     await stopModules();
     await bus.close();
     await limiter?.close();
+    await checkpoints?.stop();
     if (!options.db) await db.close();
     throw e;
   }
@@ -228,6 +237,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       await limiter?.close();
       await telemetry.shutdown();
       await persisted.close();
+      await checkpoints?.stop();
       if (!options.db) await db.close();
     },
   };

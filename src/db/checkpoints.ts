@@ -1,0 +1,172 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type { Database } from './orm.js';
+
+/*
+ * SQLite's write-ahead log is copied back into the database file by checkpoints. By default the
+ * connection that commits runs one whenever the log passes 1,000 pages, inside that commit: on
+ * the server's single connection that is the event loop, blocked for the copy and two fsyncs
+ * (measured: 9–10 ms every half second while the audit log takes every request's row, against
+ * about 1 ms for the batch itself). Every request waiting on the loop pays for it.
+ *
+ * So the server hands checkpoints to a worker thread with a connection of its own, as SQLite's
+ * documentation suggests for applications that cannot afford the pause: the serving connection's
+ * `wal_autocheckpoint` is 0, and the worker runs a PASSIVE checkpoint every interval. A passive
+ * checkpoint takes no lock that a reader or writer waits on and never calls the busy handler; it
+ * copies what no reader still needs, and the next write after a complete one starts the log from
+ * its beginning again. What a transaction reads or writes is unchanged: checkpoints move pages
+ * between two files, never change what a snapshot sees.
+ *
+ * If the worker cannot start or stops on its own, the serving connection checkpoints for itself
+ * again (wal_autocheckpoint 1000, SQLite's default), so the log never grows without bound.
+ * Other processes on the same file (the CLI) keep SQLite's default throughout.
+ */
+
+/** How often the worker checkpoints: the log holds at most about this long's writes. */
+export const CHECKPOINT_INTERVAL_MS = 500;
+/** SQLite's default threshold (pages), restored when the worker is not there to checkpoint. */
+const AUTOCHECKPOINT_PAGES = 1000;
+
+/** One checkpoint's figures, as `PRAGMA wal_checkpoint` reports them. */
+export interface CheckpointResult {
+  /** 1 when a lock kept the checkpoint from running at all. */
+  busy: number;
+  /** Frames in the log. */
+  log: number;
+  /** Frames of the log now in the database file. */
+  checkpointed: number;
+}
+
+export interface BackgroundCheckpoints {
+  /** Checkpoints the worker has run (tests and metrics). */
+  readonly runs: number;
+  /** The last checkpoint's figures, if one has run. */
+  readonly last: CheckpointResult | undefined;
+  /** The thread (tests stop it from outside to play a crash). */
+  readonly worker: Worker;
+  /** Stops the worker; the serving connection checkpoints for itself again. */
+  stop(): Promise<void>;
+}
+
+/** The better-sqlite3 handle of a pooled connection: its file, and a way to set a pragma. */
+interface SqliteHandle {
+  readonly name: string;
+  readonly memory: boolean;
+  pragma(source: string): unknown;
+}
+
+/**
+ * The worker: a CommonJS script run by `eval`, so it needs no file of its own in the build. It
+ * loads better-sqlite3 from the path the server resolved, opens the database file, and reports
+ * each checkpoint to the server.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Sqlite = require(workerData.driver);
+const db = new Sqlite(workerData.file, { fileMustExist: true });
+db.pragma('busy_timeout = 1000');
+const checkpoint = () => {
+  const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+  parentPort.postMessage({ kind: 'checkpoint', result });
+};
+const timer = setInterval(checkpoint, workerData.intervalMs);
+parentPort.on('message', (message) => {
+  if (message !== 'stop') return;
+  clearInterval(timer);
+  db.close();
+  parentPort.close();
+});
+parentPort.postMessage({ kind: 'ready' });
+`;
+
+type WorkerMessage = { kind: 'ready' } | { kind: 'checkpoint'; result: CheckpointResult };
+
+/**
+ * Starts the checkpointing worker for the database's file; undefined when there is nothing to
+ * checkpoint from another connection (PostgreSQL, an in-memory SQLite database). Resolves once
+ * the worker has opened the file and the serving connection has stopped checkpointing itself.
+ */
+export async function startBackgroundCheckpoints(
+  db: Database,
+  onError: (error: unknown) => void,
+  intervalMs = CHECKPOINT_INTERVAL_MS,
+): Promise<BackgroundCheckpoints | undefined> {
+  if (db.dialect !== 'sqlite') return undefined;
+  const knex = db.root.getConnection().getKnex();
+  // knex's client types its pooled connections as `any`; on this dialect each is a better-sqlite3 Database.
+  const handle = (await knex.client.acquireConnection()) as SqliteHandle;
+  try {
+    if (handle.memory) return undefined;
+    return await runWorker(handle, onError, intervalMs);
+  } finally {
+    await knex.client.releaseConnection(handle);
+  }
+}
+
+async function runWorker(
+  handle: SqliteHandle,
+  onError: (error: unknown) => void,
+  intervalMs: number,
+): Promise<BackgroundCheckpoints> {
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: {
+      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+      file: handle.name,
+      intervalMs,
+    },
+  });
+  // A worker left running by a process that exits without stopping it must not keep it alive.
+  worker.unref();
+  let runs = 0;
+  let last: CheckpointResult | undefined;
+  let stopping = false;
+  const selfCheckpointing = () => handle.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+
+  await new Promise<void>((resolve, reject) => {
+    const failed = (error: unknown) => reject(error instanceof Error ? error : new Error(String(error)));
+    worker.once('error', failed);
+    worker.once('message', (message: WorkerMessage) => {
+      worker.off('error', failed);
+      if (message.kind === 'ready') resolve();
+      else failed(new Error(`checkpoint worker: unexpected first message ${message.kind}`));
+    });
+  });
+  handle.pragma('wal_autocheckpoint = 0');
+
+  worker.on('message', (message: WorkerMessage) => {
+    if (message.kind !== 'checkpoint') return;
+    runs++;
+    last = message.result;
+  });
+  let failed = false;
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  worker.on('error', (error) => {
+    failed = true;
+    // The log must not grow without bound: the serving connection takes checkpoints back.
+    selfCheckpointing();
+    if (!stopping) onError(error);
+  });
+  void exited.then(() => {
+    if (stopping || failed) return;
+    selfCheckpointing();
+    onError(new Error('the SQLite checkpoint worker stopped; the server checkpoints for itself again'));
+  });
+
+  return {
+    worker,
+    get runs() {
+      return runs;
+    },
+    get last() {
+      return last;
+    },
+    async stop() {
+      if (stopping) return exited;
+      stopping = true;
+      selfCheckpointing();
+      worker.postMessage('stop');
+      await exited;
+    },
+  };
+}
