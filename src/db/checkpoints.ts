@@ -23,7 +23,7 @@ import type { Database } from './orm.js';
  */
 
 /** How often the worker checkpoints: the log holds at most about this long's writes. */
-export const CHECKPOINT_INTERVAL_MS = 500;
+const CHECKPOINT_INTERVAL_MS = 500;
 /** SQLite's default threshold (pages), restored when the worker is not there to checkpoint. */
 const AUTOCHECKPOINT_PAGES = 1000;
 
@@ -38,7 +38,7 @@ export interface CheckpointResult {
 }
 
 export interface BackgroundCheckpoints {
-  /** Checkpoints the worker has run (tests and metrics). */
+  /** Checkpoints the worker has run (tests). */
   readonly runs: number;
   /** The last checkpoint's figures, if one has run. */
   readonly last: CheckpointResult | undefined;
@@ -52,6 +52,7 @@ export interface BackgroundCheckpoints {
 interface SqliteHandle {
   readonly name: string;
   readonly memory: boolean;
+  readonly open: boolean;
   pragma(source: string): unknown;
 }
 
@@ -121,7 +122,10 @@ async function runWorker(
   let runs = 0;
   let last: CheckpointResult | undefined;
   let stopping = false;
-  const selfCheckpointing = () => handle.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+  // The pool keeps its one SQLite connection for the ORM's life; once closed there is nothing to set.
+  const selfCheckpointing = () => {
+    if (handle.open) handle.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+  };
 
   await new Promise<void>((resolve, reject) => {
     const failed = (error: unknown) => reject(error instanceof Error ? error : new Error(String(error)));
