@@ -121,13 +121,6 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     : await createRateLimiter(config, clock, fastify.log, metrics);
   const persisted = await persistedOperations(config, fastify.log);
   const audit = new AuditWriter(db, (e) => fastify.log.error({ err: e }, 'audit write failed'));
-  // SQLite: WAL checkpoints run on a worker thread, not inside a request's commit (src/db/checkpoints.ts).
-  const checkpoints = await startBackgroundCheckpoints(db, (e) =>
-    fastify.log.error({ err: e }, 'SQLite checkpoint worker failed'),
-  ).catch((e: unknown) => {
-    fastify.log.warn({ err: e }, 'SQLite checkpoints stay on the serving connection');
-    return undefined;
-  });
   // The live bus of this process (across processes through Redis when REDIS_URL is set).
   const bus = await createEventBus(config, fastify.log);
   const secrets = openSecretBox(config);
@@ -152,6 +145,14 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     vessels: new VesselCache(clock),
     documentUploadSecret: uploadSecretOf(config, secrets),
   };
+  // SQLite: WAL checkpoints run on a worker thread, not inside a request's commit (src/db/checkpoints.ts).
+  // Started last before the modules, so every failure after it goes through the cleanup below.
+  const checkpoints = await startBackgroundCheckpoints(db, (e) =>
+    fastify.log.error({ err: e }, 'SQLite checkpoint worker failed'),
+  ).catch((e: unknown) => {
+    fastify.log.warn({ err: e }, 'SQLite checkpoints stay on the serving connection');
+    return undefined;
+  });
   // Modules start in the order of MODULES and stop in reverse; what each runs is kept here.
   const running: RunningModule[] = [];
   const stopModules = async () => {
