@@ -5,36 +5,36 @@ import { AuditWriter } from './audit/writer.js';
 import { type Database } from './db/orm.js';
 import { openAppDatabase } from './database.js';
 import { startBackgroundCheckpoints } from './db/checkpoints.js';
-import { AccessPolicy } from './gateway/access.js';
-import { demandControl } from './gateway/demand.js';
-import { type Admission, type AppServices } from './gateway/context.js';
-import { apiCors, registerCors } from './gateway/cors.js';
+import { AccessPolicy } from './gateway/pipeline/access.js';
+import { demandControl } from './gateway/pipeline/demand.js';
+import { type Admission, type AppServices } from './gateway/schema/context.js';
+import { apiCors, registerCors } from './gateway/doors/cors.js';
 import { AccountCredentials } from './accounts/credentials.js';
-import { drainConnections } from './gateway/drain.js';
+import { drainConnections } from './gateway/doors/drain.js';
 import {
   frameworkRefusal,
   registerEdge,
   registerErrorHandlers,
   registerJsonBodyParser,
   requestIdOf,
-} from './gateway/edge.js';
-import { registerGraphQL } from './gateway/graphql-http.js';
-import { registerGraphQLWs, type WsServer } from './gateway/graphql-ws.js';
-import { Operations } from './gateway/operation.js';
-import { requestLoggerFactory } from './gateway/request-logger.js';
-import { createRateLimiter } from './gateway/limits.js';
-import { Metrics, poolSnapshot, registerMetricsRoute } from './gateway/metrics.js';
-import { gatewayOpenApi, registerOpenApiRoute } from './gateway/openapi.js';
-import { persistedOperations } from './gateway/persisted.js';
-import { Telemetry } from './gateway/telemetry.js';
-import { prepareRoutes, registerRestRoutes } from './gateway/rest.js';
+} from './gateway/doors/edge.js';
+import { registerGraphQL } from './gateway/doors/graphql-http.js';
+import { registerGraphQLWs, type WsServer } from './gateway/doors/graphql-ws.js';
+import { Operations } from './gateway/pipeline/operation.js';
+import { requestLoggerFactory } from './gateway/observability/request-logger.js';
+import { createRateLimiter } from './gateway/pipeline/limits.js';
+import { Metrics, poolSnapshot, registerMetricsRoute } from './gateway/observability/metrics.js';
+import { gatewayOpenApi, registerOpenApiRoute } from './gateway/doors/openapi.js';
+import { persistedOperations } from './gateway/pipeline/persisted.js';
+import { Telemetry } from './gateway/observability/telemetry.js';
+import { prepareRoutes, registerRestRoutes } from './gateway/doors/rest.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { openSecretBox } from './kernel/secret-box.js';
 import { MODULES, gatewaySchema } from './modules.js';
 import { isRunningAuth, type RunningAuth } from './auth/module.js';
 import { createEventBus } from './events/bus.js';
 import { observedPublisher } from './events/module.js';
-import type { RunningModule } from './gateway/module.js';
+import type { RunningModule } from './gateway/schema/module.js';
 import { LiquidityReadModel } from './liquidity/read-model.js';
 import { uploadSecretOf } from './port-ops/documents.js';
 import { VesselCache } from './port-ops/vessel-cache.js';

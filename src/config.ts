@@ -89,7 +89,7 @@ export interface Config {
   graphqlMaxTokens: number;
   /** Time budget of one operation; long computations stop with DEADLINE_EXCEEDED past it. */
   graphqlDeadlineMs: number;
-  /** Memory for query results kept per data version (src/gateway/answers.ts), in MiB; 0 keeps none. */
+  /** Memory for query results kept per data version (src/gateway/pipeline/answers.ts), in MiB; 0 keeps none. */
   answerCacheMb: number;
   /** Serves GET and POST /bench/bare, the floors `npm run bench` measures. Off in production. */
   benchRoutes: boolean;

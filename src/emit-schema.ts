@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { AccessPolicy } from './gateway/access.js';
-import { OPENAPI_FILE, gatewayOpenApi, printOpenApi } from './gateway/openapi.js';
-import { printGatewaySchema } from './gateway/schema.js';
+import { AccessPolicy } from './gateway/pipeline/access.js';
+import { OPENAPI_FILE, gatewayOpenApi, printOpenApi } from './gateway/doors/openapi.js';
+import { printGatewaySchema } from './gateway/schema/build.js';
 import { MODULES, gatewaySchema } from './modules.js';
 
 // `npm run schema`: the checked-in SDL and OpenAPI document, from the composition root's modules.

@@ -3,8 +3,8 @@ import { auditModule } from './audit/module.js';
 import { eventsModule } from './events/module.js';
 import { authModule } from './auth/module.js';
 import type { GraphQLSchema } from 'graphql';
-import type { DomainModule } from './gateway/module.js';
-import { buildGatewaySchema } from './gateway/schema.js';
+import type { DomainModule } from './gateway/schema/module.js';
+import { buildGatewaySchema } from './gateway/schema/build.js';
 import { liquidityModule } from './liquidity/module.js';
 import { portOpsModule } from './port-ops/module.js';
 

@@ -1,5 +1,5 @@
 import type { Database } from '../db/orm.js';
-import type { CredentialResolver, TokenVerifier } from '../gateway/credentials.js';
+import type { CredentialResolver, TokenVerifier } from '../gateway/doors/credentials.js';
 import type { Clock } from '../kernel/clock.js';
 import { sha256Hex } from '../kernel/crypto.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';

@@ -1,6 +1,6 @@
 import { Ctx, Field, ID, ObjectType, Query, Resolver } from 'type-graphql';
-import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
-import { Authenticated } from '../gateway/directives.js';
+import { requirePrincipal, type GatewayContext } from '../gateway/schema/context.js';
+import { Authenticated } from '../gateway/schema/directives.js';
 import { Plan } from '../kernel/plans.js';
 import { Account } from './entities.js';
 

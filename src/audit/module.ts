@@ -1,4 +1,4 @@
-import type { DomainModule } from '../gateway/module.js';
+import type { DomainModule } from '../gateway/schema/module.js';
 import { AuditResolver } from './resolvers.js';
 
 export const auditModule: DomainModule = {

@@ -1,8 +1,8 @@
 import { Args, ArgsType, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import type { FilterQuery } from '@mikro-orm/core';
-import { Connection, PageArgs, toConnection, toPage } from '../gateway/connection.js';
-import type { GatewayContext } from '../gateway/context.js';
-import { RequiresScopes } from '../gateway/directives.js';
+import { Connection, PageArgs, toConnection, toPage } from '../gateway/schema/connection.js';
+import type { GatewayContext } from '../gateway/schema/context.js';
+import { RequiresScopes } from '../gateway/schema/directives.js';
 import { checkDate } from '../kernel/dates.js';
 import { isUuid } from '../kernel/ids.js';
 import { badInput } from '../kernel/errors.js';

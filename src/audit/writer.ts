@@ -2,10 +2,10 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { Platform } from '@mikro-orm/core';
 import type { Database } from '../db/orm.js';
 import { sha256Hex } from '../kernel/crypto.js';
-import type { AuditEntry, AuditLog } from '../gateway/context.js';
+import type { AuditEntry, AuditLog } from '../gateway/schema/context.js';
 import { AuditRecord } from './entities.js';
 
-export type { AuditEntry } from '../gateway/context.js';
+export type { AuditEntry } from '../gateway/schema/context.js';
 
 /** /24 for IPv4, /48 for IPv6: a session that hops addresses inside one network keeps its fingerprint. */
 export function ipPrefix(ip: string): string {

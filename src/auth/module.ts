@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import cookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { PUBLIC_CLIENT_CORS, registerCors } from '../gateway/cors.js';
-import type { DomainModule, RunningModule } from '../gateway/module.js';
+import { PUBLIC_CLIENT_CORS, registerCors } from '../gateway/doors/cors.js';
+import type { DomainModule, RunningModule } from '../gateway/schema/module.js';
 import { AppError } from '../kernel/errors.js';
 import { authorizeDecision, authorizeGet } from './authorize.js';
 import { ConsolePages, SHOWN_ONCE_PATH } from './console.js';

@@ -1,8 +1,8 @@
-import type { DescribedRoute, Json } from '../gateway/openapi.js';
+import type { DescribedRoute, Json } from '../gateway/doors/openapi.js';
 
 /*
  * The OAuth 2.0 endpoints in the OpenAPI document. They are hand-written (form bodies, RFC
- * error shapes), so their description lives here beside them; test/gateway/openapi.e2e.test.ts
+ * error shapes), so their description lives here beside them; test/gateway/doors/openapi.e2e.test.ts
  * checks live answers against it.
  */
 

@@ -1,5 +1,5 @@
 import { ApiKey } from '../accounts/entities.js';
-import type { AppServices } from '../gateway/context.js';
+import type { AppServices } from '../gateway/schema/context.js';
 import { CREDENTIAL_REVOKED } from '../kernel/events.js';
 import { AccessTokenRecord } from './entities.js';
 

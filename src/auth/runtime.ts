@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { Account } from '../accounts/entities.js';
-import type { AppServices } from '../gateway/context.js';
-import type { TokenVerifier } from '../gateway/credentials.js';
+import type { AppServices } from '../gateway/schema/context.js';
+import type { TokenVerifier } from '../gateway/doors/credentials.js';
 import type { Principal } from '../kernel/principal.js';
 import { AccessTokenRecord, AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
 import { KeyStore, SIGNING_ALG } from './keys.js';

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { User } from '../accounts/entities.js';
-import { extractCredential } from '../gateway/credentials.js';
+import { extractCredential } from '../gateway/doors/credentials.js';
 import { OAuthError } from './oauth-error.js';
 import type { AuthRuntime } from './runtime.js';
 

@@ -1,5 +1,5 @@
-import type { Metrics } from '../gateway/metrics.js';
-import type { DomainModule } from '../gateway/module.js';
+import type { Metrics } from '../gateway/observability/metrics.js';
+import type { DomainModule } from '../gateway/schema/module.js';
 import type { EventBus, EventPublisher } from '../kernel/events.js';
 import { webhookDomainOf } from './catalog.js';
 import { WebhookOutbox, outboxSnapshot } from './outbox.js';

@@ -12,9 +12,9 @@ import {
   Resolver,
   Root,
 } from 'type-graphql';
-import { Connection } from '../gateway/connection.js';
-import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
-import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
+import { Connection } from '../gateway/schema/connection.js';
+import { requirePrincipal, type GatewayContext } from '../gateway/schema/context.js';
+import { RequiresPlan, RequiresScopes } from '../gateway/schema/directives.js';
 import { Plan } from '../kernel/plans.js';
 import {
   OffsetPageArgs,
@@ -22,7 +22,7 @@ import {
   pageOf,
   pagedConnection,
   type PagedConnection,
-} from '../gateway/paging.js';
+} from '../gateway/schema/paging.js';
 import { WEBHOOK_TYPES, WebhookDomain } from './catalog.js';
 import {
   WebhookDelivery,

@@ -1,4 +1,4 @@
-import type { ParamSpec, RestRoute } from '../gateway/rest-routes.js';
+import type { ParamSpec, RestRoute } from '../gateway/doors/rest-routes.js';
 
 /**
  * Webhook REST routes, one set per door, each running its own door's GraphQL fields (so each

@@ -1,8 +1,8 @@
 import { Arg, Field, Float, ID, ObjectType, Resolver, Root, Subscription } from 'type-graphql';
 import { JSONObjectResolver } from 'graphql-scalars';
-import type { GatewayContext } from '../gateway/context.js';
+import type { GatewayContext } from '../gateway/schema/context.js';
 import type { DomainEvent } from '../kernel/events.js';
-import { RequiresPlan, RequiresScopes } from '../gateway/directives.js';
+import { RequiresPlan, RequiresScopes } from '../gateway/schema/directives.js';
 import { badInput } from '../kernel/errors.js';
 import { Plan } from '../kernel/plans.js';
 import { liveEvents } from './live.js';

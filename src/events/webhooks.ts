@@ -1,8 +1,8 @@
 import { optionalText } from '../kernel/text.js';
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
-import type { AppServices } from '../gateway/context.js';
-import type { Page } from '../gateway/connection.js';
+import type { AppServices } from '../gateway/schema/context.js';
+import type { Page } from '../gateway/schema/connection.js';
 import { isUuid } from '../kernel/ids.js';
 import { badInput, conflict, missingScopes, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';

@@ -4,7 +4,7 @@ import type { MaybePromise } from './maybe-async.js';
 
 /**
  * Counters with expiry, in this process or shared by every process on one Redis: the one store
- * behind the rate limiter (src/gateway/limits.ts) and the sign-in and client-authentication
+ * behind the rate limiter (src/gateway/pipeline/limits.ts) and the sign-in and client-authentication
  * throttles (src/auth/throttle.ts).
  */
 

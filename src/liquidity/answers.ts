@@ -1,11 +1,11 @@
-import type { AnswerSource } from '../gateway/answers.js';
+import type { AnswerSource } from '../gateway/pipeline/answers.js';
 import { andThen } from '../kernel/maybe-async.js';
 import { PROFILE_FIELDS } from './protocols.js';
 import type { Published } from './read-model.js';
 
 /*
  * The liquidity reads whose results the gateway may keep between requests
- * (src/gateway/answers.ts): the protocol list and profiles, the market with its indices, and the
+ * (src/gateway/pipeline/answers.ts): the protocol list and profiles, the market with its indices, and the
  * backtest. Each is a function of the published snapshot (read-model.ts) and the arguments only,
  * and the same for every caller, so one kept result serves every account. The version is the
  * snapshot itself: a new snapshot (a local write, a change from another process through the bus

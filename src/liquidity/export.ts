@@ -1,13 +1,13 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
-import type { AppServices } from '../gateway/context.js';
-import type { Operations } from '../gateway/operation.js';
-import type { DescribedRoute } from '../gateway/openapi.js';
-import { authorizeField, repeatedParameter } from '../gateway/rest.js';
+import type { AppServices } from '../gateway/schema/context.js';
+import type { Operations } from '../gateway/pipeline/operation.js';
+import type { DescribedRoute } from '../gateway/doors/openapi.js';
+import { authorizeField, repeatedParameter } from '../gateway/doors/rest.js';
 import { todayOf } from '../kernel/clock.js';
 import { badInput } from '../kernel/errors.js';
-import { shapeBody } from '../gateway/rest-shape.js';
+import { shapeBody } from '../gateway/doors/rest-shape.js';
 import { LIQUIDITY_SHAPE } from './rest.js';
 import type { Published } from './read-model.js';
 import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';

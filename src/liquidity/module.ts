@@ -1,4 +1,4 @@
-import type { DomainModule } from '../gateway/module.js';
+import type { DomainModule } from '../gateway/schema/module.js';
 import { liquidityAnswers } from './answers.js';
 import { exportOpenApi, registerExport } from './export.js';
 import { LiquidityResolver } from './resolvers.js';

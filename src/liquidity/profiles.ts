@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
-import type { Page } from '../gateway/connection.js';
+import type { Page } from '../gateway/schema/connection.js';
 import { ScoringProfile, ScoringProfileChange } from './entities.js';
 import { isUuid } from '../kernel/ids.js';
 import { checkText } from '../kernel/text.js';

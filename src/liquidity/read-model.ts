@@ -6,7 +6,7 @@ import type { Database } from '../db/orm.js';
 import { knexIn } from '../db/knex.js';
 import { findPlain } from '../db/plain.js';
 import { onChange, readVersion } from '../db/versions.js';
-import type {} from '../gateway/context.js';
+import type {} from '../gateway/schema/context.js';
 import type { DomainEvent } from '../kernel/events.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import { FREQUENCY_DAYS, LiquidityDay, Protocol, ProtocolCategory, type LiquidityTier } from './entities.js';
@@ -403,7 +403,7 @@ export class LiquidityReadModel {
   }
 }
 
-declare module '../gateway/context.js' {
+declare module '../gateway/schema/context.js' {
   interface AppServices {
     /**
      * The liquidity read model, made by the composition root (src/app.ts) and started by the

@@ -1,8 +1,8 @@
 import { Arg, Args, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
-import type { GatewayContext } from '../gateway/context.js';
-import { requirePrincipal } from '../gateway/context.js';
-import { toConnection, toPage, type Page } from '../gateway/connection.js';
-import { Cost, RequiresPlan, RequiresScopes } from '../gateway/directives.js';
+import type { GatewayContext } from '../gateway/schema/context.js';
+import { requirePrincipal } from '../gateway/schema/context.js';
+import { toConnection, toPage, type Page } from '../gateway/schema/connection.js';
+import { Cost, RequiresPlan, RequiresScopes } from '../gateway/schema/directives.js';
 import { badInput } from '../kernel/errors.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import { Plan } from '../kernel/plans.js';

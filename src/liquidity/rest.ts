@@ -1,5 +1,5 @@
-import type { ParamSpec, RestRoute } from '../gateway/rest-routes.js';
-import type { RestShape } from '../gateway/rest-shape.js';
+import type { ParamSpec, RestRoute } from '../gateway/doors/rest-routes.js';
+import type { RestShape } from '../gateway/doors/rest-shape.js';
 import { BACKTEST_MAX } from './read-model.js';
 import { BACKTEST_MIN } from './service.js';
 

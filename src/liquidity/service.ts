@@ -3,7 +3,7 @@ import { knexIn } from '../db/knex.js';
 import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import { badInput, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
-import type { Page } from '../gateway/connection.js';
+import type { Page } from '../gateway/schema/connection.js';
 import {
   FREQUENCY_DAYS,
   ProfileScoreAudit,

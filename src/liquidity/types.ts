@@ -1,6 +1,6 @@
 import { ArgsType, Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
-import { JSONObject } from '../gateway/schema.js';
-import { Connection, PageArgs } from '../gateway/connection.js';
+import { JSONObject } from '../gateway/schema/build.js';
+import { Connection, PageArgs } from '../gateway/schema/connection.js';
 import { LiquidityTier, Protocol, ProtocolCategory, WatchlistAlert } from './entities.js';
 
 /** GraphQL shapes of the liquidity domain that are not entities. */

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { Clock } from '../kernel/clock.js';
 import { badInput, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
-import type { Page } from '../gateway/connection.js';
+import type { Page } from '../gateway/schema/connection.js';
 import { Protocol, Watchlist, WatchlistAlert, WatchlistItem } from './entities.js';
 import { badField } from './fields.js';
 import { protocolBySlug } from './service.js';

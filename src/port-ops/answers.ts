@@ -1,10 +1,10 @@
 import { readVersions } from '../db/versions.js';
-import type { AnswerSource } from '../gateway/answers.js';
+import type { AnswerSource } from '../gateway/pipeline/answers.js';
 import { isAdmin } from '../kernel/principal.js';
 
 /*
  * The port-operations reads whose results the gateway may keep between requests
- * (src/gateway/answers.ts): lists and lookups of port calls, service orders, vendors, vessels and
+ * (src/gateway/pipeline/answers.ts): lists and lookups of port calls, service orders, vendors, vessels and
  * ports with their nested fields. Each is a function of the account's rows, the shared vessel and
  * port registers and the arguments. The versions are rows the database's own triggers bump in
  * every writing transaction (migration PortOpsVersions): `port-ops:<account>` and `port-ops`.

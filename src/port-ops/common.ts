@@ -9,7 +9,7 @@ import {
 } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
 import { preparedPage } from '../db/prepared.js';
-import type { Page } from '../gateway/connection.js';
+import type { Page } from '../gateway/schema/connection.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
 import { isAdmin, type Principal } from '../kernel/principal.js';

@@ -6,8 +6,8 @@ import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
-import type { Page } from '../gateway/connection.js';
-import type {} from '../gateway/context.js';
+import type { Page } from '../gateway/schema/connection.js';
+import type {} from '../gateway/schema/context.js';
 import type { Config } from '../config.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { constantTimeEqual } from '../kernel/crypto.js';
@@ -429,7 +429,7 @@ function sign(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body).digest('base64url');
 }
 
-declare module '../gateway/context.js' {
+declare module '../gateway/schema/context.js' {
   interface AppServices {
     /** The HMAC key of upload URLs (`uploadSecretOf`), worked out once by the composition root. */
     documentUploadSecret: string;

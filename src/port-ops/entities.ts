@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DateTimeType, Entity, Enum, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { Field, Float, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { JSONObjectResolver as JSONObject } from 'graphql-scalars';
-import { RequiresScopes } from '../gateway/directives.js';
+import { RequiresScopes } from '../gateway/schema/directives.js';
 
 /*
  * Relations are plain foreign-key columns (`vesselId`, `portId` …) rather than ORM references:

@@ -1,11 +1,11 @@
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import { loggableUrl } from '../gateway/edge.js';
-import type { AppServices } from '../gateway/context.js';
-import type { Operations } from '../gateway/operation.js';
-import type { DescribedRoute } from '../gateway/openapi.js';
-import { admitField, authorizeField } from '../gateway/rest.js';
+import { loggableUrl } from '../gateway/doors/edge.js';
+import type { AppServices } from '../gateway/schema/context.js';
+import type { Operations } from '../gateway/pipeline/operation.js';
+import type { DescribedRoute } from '../gateway/doors/openapi.js';
+import { admitField, authorizeField } from '../gateway/doors/rest.js';
 import { badInput } from '../kernel/errors.js';
 import { actorOf, findOwned } from './common.js';
 import {

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, Float, ID, Int, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
-import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
-import { Cost, ListSize, RequiresScopes } from '../gateway/directives.js';
+import { requirePrincipal, type GatewayContext } from '../gateway/schema/context.js';
+import { Cost, ListSize, RequiresScopes } from '../gateway/schema/directives.js';
 import { bunkerVolumes, Period, turnaround, vendorPerformance, vendorSpend, windowOf } from './analytics.js';
 import { FuelType, PortCall, VesselType } from './entities.js';
 import { bunkerDemandForecast, loadHistory, predictPortCall, type Sample } from './predictions.js';

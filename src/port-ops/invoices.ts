@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
-import type { Page } from '../gateway/connection.js';
+import type { Page } from '../gateway/schema/connection.js';
 import { isUuid } from '../kernel/ids.js';
 import { DAY, isDate } from '../kernel/clock.js';
 import { badInput, conflict } from '../kernel/errors.js';

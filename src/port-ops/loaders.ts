@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityClass } from '@mikro-orm/core';
 import { preparedIn } from '../db/prepared.js';
-import type { GatewayContext } from '../gateway/context.js';
+import type { GatewayContext } from '../gateway/schema/context.js';
 import { Port, PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor, Vessel } from './entities.js';
 
 /*

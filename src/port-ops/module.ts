@@ -1,6 +1,6 @@
 import { PortOpsLiveResolver } from './subscriptions.js';
 import { portOpsAnswers } from './answers.js';
-import type { DomainModule } from '../gateway/module.js';
+import type { DomainModule } from '../gateway/schema/module.js';
 import { documentsOpenApi, registerDocumentRoutes } from './http.js';
 import { InsightsResolver } from './insights-resolvers.js';
 import { seedPortOpsDemo } from './seed.js';

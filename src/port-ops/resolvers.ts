@@ -15,9 +15,9 @@ import {
   Root,
 } from 'type-graphql';
 import { JSONObjectResolver as JSONObject } from 'graphql-scalars';
-import { Connection } from '../gateway/connection.js';
-import { requirePrincipal, type GatewayContext } from '../gateway/context.js';
-import { RequiresScopes } from '../gateway/directives.js';
+import { Connection } from '../gateway/schema/connection.js';
+import { requirePrincipal, type GatewayContext } from '../gateway/schema/context.js';
+import { RequiresScopes } from '../gateway/schema/directives.js';
 import { findOwnedOrNull, findPage, type Deps } from './common.js';
 import { listDocuments, prepareDocument, signUpload, uploadClaims, UPLOAD_URL_TTL_MS } from './documents.js';
 import {
@@ -47,7 +47,7 @@ import {
   loadVendor,
   loadVessel,
 } from './loaders.js';
-import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/paging.js';
+import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/schema/paging.js';
 import * as ops from './service.js';
 import { parseImo, parseLocode } from './validation.js';
 

@@ -1,4 +1,4 @@
-import type { ParamSpec, RestRoute } from '../gateway/rest-routes.js';
+import type { ParamSpec, RestRoute } from '../gateway/doors/rest-routes.js';
 
 /*
  * The port-operations REST routes: each runs a named operation from

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
-import type { Page } from '../gateway/connection.js';
+import type { Page } from '../gateway/schema/connection.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import type { EventDraft } from '../events/stage.js';

@@ -2,7 +2,7 @@ import { Arg, Field, ID, ObjectType, Resolver, Root, Subscription } from 'type-g
 import { JSONObjectResolver } from 'graphql-scalars';
 import { optional, str, subscribe, type Payload, type SubscribeData } from '../events/subscriptions.js';
 import type { DomainEvent } from '../kernel/events.js';
-import { RequiresScopes } from '../gateway/directives.js';
+import { RequiresScopes } from '../gateway/schema/directives.js';
 import { PortCallStatus, ServiceOrderStatus } from './entities.js';
 
 /** Live feeds of port calls and service orders: their tenant's events only (see src/events/subscriptions.ts). */

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type {} from '../gateway/context.js';
+import type {} from '../gateway/schema/context.js';
 import type { Clock } from '../kernel/clock.js';
 import { TtlCache } from '../kernel/ttl-cache.js';
 import { Vessel } from './entities.js';
@@ -31,7 +31,7 @@ function snapshot(vessel: Vessel): Vessel {
   return copy;
 }
 
-declare module '../gateway/context.js' {
+declare module '../gateway/schema/context.js' {
   interface AppServices {
     /** Vessels by IMO (made by the composition root, one per app). */
     vessels: VesselCache;

@@ -312,7 +312,7 @@ export const fromIp = (ip: string): Record<string, string> => ({ 'x-forwarded-fo
  * A TCP proxy in front of Redis that can go silent: bytes dropped both ways, sockets left open
  * (a half-open connection, noticed only by never getting a reply). With `only`, silence applies to
  * the connections that have sent a chunk matching it (e.g. the auth throttle's keys), so the
- * server's other Redis clients keep working. Copied from test/gateway/limits.test.ts.
+ * server's other Redis clients keep working. Copied from test/gateway/pipeline/limits.test.ts.
  */
 export async function silenceableRedisProxy(target: URL, only: (chunk: string) => boolean = () => true) {
   let silent = false;

@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { AuthRuntime } from '../../src/auth/runtime.js';
 import { FailureThrottle } from '../../src/auth/throttle.js';
 import { loadConfig } from '../../src/config.js';
-import type { AppServices } from '../../src/gateway/context.js';
+import type { AppServices } from '../../src/gateway/schema/context.js';
 import { ManualClock, systemClock } from '../../src/kernel/clock.js';
 import {
   MemoryCounterStore,

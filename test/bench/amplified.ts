@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'graphql';
 import { loadConfig } from '../../src/config.js';
-import { estimateCost } from '../../src/gateway/demand.js';
+import { estimateCost } from '../../src/gateway/pipeline/demand.js';
 import { gatewaySchema } from '../../src/modules.js';
 import { startGatewayProcess } from '../events/process.js';
 

@@ -9,7 +9,7 @@ import { startStandaloneServer } from '@apollo/server/standalone';
 import Fastify from 'fastify';
 import { loadConfig } from '../../src/config.js';
 import { openAppDatabase } from '../../src/database.js';
-import { createContext, type AppServices, type GatewayContext } from '../../src/gateway/context.js';
+import { createContext, type AppServices, type GatewayContext } from '../../src/gateway/schema/context.js';
 import { gatewaySchema } from '../../src/modules.js';
 import { systemClock } from '../../src/kernel/clock.js';
 

@@ -3,7 +3,7 @@
  * around a trivial operation, in-process, no HTTP. Off, the HTTP and SQL hooks are not even
  * registered, so this wrapper is the whole cost. Run: node --import tsx test/bench/telemetry.ts
  */
-import { Telemetry, operationSpan } from '../../src/gateway/telemetry.js';
+import { Telemetry, operationSpan } from '../../src/gateway/observability/telemetry.js';
 
 const N = 2_000_000;
 const work = () => 1;

@@ -1,5 +1,5 @@
-import { Metrics } from '../../src/gateway/metrics.js';
-import { Telemetry } from '../../src/gateway/telemetry.js';
+import { Metrics } from '../../src/gateway/observability/metrics.js';
+import { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

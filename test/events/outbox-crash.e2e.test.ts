@@ -1,5 +1,5 @@
-import { Metrics } from '../../src/gateway/metrics.js';
-import { Telemetry } from '../../src/gateway/telemetry.js';
+import { Metrics } from '../../src/gateway/observability/metrics.js';
+import { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/service.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { EventRecord } from '../../src/events/entities.js';
-import { Telemetry } from '../../src/gateway/telemetry.js';
+import { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { describeWithPostgres, TEST_SECRETS_KEY } from '../helpers/env.js';
 import { rest, startTestServer, type TestServer } from '../helpers/server.js';
 import { startReceiver, type Receiver } from './helpers.js';

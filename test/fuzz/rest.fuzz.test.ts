@@ -7,8 +7,8 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadOperations } from '../../src/gateway/rest.js';
-import type { ParamSpec, RestRoute } from '../../src/gateway/rest-routes.js';
+import { loadOperations } from '../../src/gateway/doors/rest.js';
+import type { ParamSpec, RestRoute } from '../../src/gateway/doors/rest-routes.js';
 import { gatewaySchema } from '../../src/modules.js';
 import { MODULES } from '../../src/modules.js';
 import { describeEachDialect } from '../helpers/env.js';

@@ -6,8 +6,8 @@ import {
   generateTypedDocuments,
   REST_ROUTES_FILE,
 } from '../../codegen.js';
-import { AccessPolicy } from '../../src/gateway/access.js';
-import { printGatewaySchema } from '../../src/gateway/schema.js';
+import { AccessPolicy } from '../../src/gateway/pipeline/access.js';
+import { printGatewaySchema } from '../../src/gateway/schema/build.js';
 import { gatewaySchema } from '../../src/modules.js';
 
 describe('checked-in artifacts', () => {

@@ -1,7 +1,7 @@
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { seedDemo, type DemoCredentials } from '../../src/seed.js';
-import type { Telemetry } from '../../src/gateway/telemetry.js';
+import type { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { TEST_SECRETS_KEY } from './env.js';
@@ -164,7 +164,7 @@ export async function createKey(
 }
 
 /**
- * Moves every port-ops data version, as any write would (src/gateway/answers.ts): the next read of
+ * Moves every port-ops data version, as any write would (src/gateway/pipeline/answers.ts): the next read of
  * each kept answer executes again. For tests that look at what an execution does.
  */
 export async function staleKeptAnswers(server: TestServer): Promise<void> {

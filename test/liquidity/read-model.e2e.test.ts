@@ -104,7 +104,7 @@ describeEachDialect('liquidity read model in one process', (dialect) => {
 
   it('serves a protocol write on the next request, in lists and filters too', async () => {
     const LISTED = '{ protocols(category: COMMODITY, first: 100) { totalCount nodes { slug yieldPct } } }';
-    // The same reads before the write: their answers are kept (src/gateway/answers.ts) and must
+    // The same reads before the write: their answers are kept (src/gateway/pipeline/answers.ts) and must
     // not be served once the write has committed.
     expect((await rest(server.url, '/v1/protocols/meridian-bills', { key: analyst })).status).toBe(200);
     expect((await gql(server.url, LISTED, { key: analyst })).body.errors).toBeUndefined();

@@ -7,7 +7,7 @@ import { demoKeys, startGatewayProcess, type GatewayProcess } from '../events/pr
 /*
  * A client that writes reads its write back on the very next request, through REST and GraphQL,
  * on one process and on another process sharing the database. The reader has asked the same
- * questions just before the write, so each answer is kept (src/gateway/answers.ts): the data
+ * questions just before the write, so each answer is kept (src/gateway/pipeline/answers.ts): the data
  * version the write moved must make the next request execute again, in every process.
  */
 

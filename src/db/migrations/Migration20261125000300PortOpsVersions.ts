@@ -2,7 +2,7 @@ import { PortableMigration } from '../schema-builder.js';
 
 /**
  * Version rows for the port-operations data, kept by the database itself: a trigger on every table
- * the cached port-operations answers read (src/gateway/answers.ts) bumps, in the writing
+ * the cached port-operations answers read (src/gateway/pipeline/answers.ts) bumps, in the writing
  * transaction, `port-ops:<account id>` for an account's rows and `port-ops` for the shared vessel
  * and port registers. Every writer moves them (the services, the CLI, the seed, raw SQL), so a
  * cached answer checked against them on each request is never older than the committed data.

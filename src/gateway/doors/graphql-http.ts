@@ -1,0 +1,226 @@
+import { ApolloServer, HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apollo/server';
+import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { fastifyApolloDrainPlugin, fastifyApolloHandler } from '@as-integrations/fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import Negotiator from 'negotiator';
+import { AppError } from '../../kernel/errors.js';
+import { andThen, isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
+import { jsonOf } from '../pipeline/answers.js';
+import type { AppServices, OperationMeta } from '../schema/context.js';
+import { formatGraphQLError } from '../pipeline/errors.js';
+import type { Answer, Operations, Prepared } from '../pipeline/operation.js';
+
+/**
+ * GraphQL over HTTP has two doors onto the one pipeline (src/gateway/pipeline/operation.ts), chosen by the
+ * request's shape alone:
+ *
+ * - the thin door: POST, `Content-Type: application/json`, a body with a non-empty `query`, no
+ *   `extensions`, and an Accept header we can answer — what Apollo Client, urql and Relay send.
+ *   It calls `prepare` and `run` and writes the answer itself.
+ * - Apollo Server 5 for everything else (GET, persisted-query extensions, malformed bodies, CSRF
+ *   checks, unusual Accept headers): it implements the GraphQL-over-HTTP protocol, and its
+ *   `responseForOperation` hook hands the operation to the same `prepare` and `run`.
+ *
+ * Both serialize the same way (Apollo's field order and trailing newline), so the door never
+ * shows in an answer. The thin door exists because it is measured several times faster than
+ * Apollo's per-request pipeline for the same work (README → Performance).
+ */
+
+interface HttpContext {
+  request: FastifyRequest;
+}
+
+const MEDIA_TYPES = ['application/json; charset=utf-8', 'application/graphql-response+json; charset=utf-8'];
+const negotiated = new Map<string, string | null>();
+
+/** Apollo's choice of response media type for a single result, memoised per Accept header. */
+function responseType(accept: string | undefined): string | null {
+  if (!accept) return MEDIA_TYPES[0]!;
+  let type = negotiated.get(accept);
+  if (type === undefined) {
+    type = new Negotiator({ headers: { accept } }).mediaType(MEDIA_TYPES) ?? null;
+    if (negotiated.size > 100) negotiated.clear();
+    negotiated.set(accept, type);
+  }
+  return type;
+}
+
+/** An operation over HTTP: one execution; subscriptions belong to the WebSocket door. */
+function answerOverHttp(
+  operations: Operations,
+  prepared: Prepared,
+  request: FastifyRequest,
+  variables: Record<string, unknown> | undefined,
+): MaybePromise<Answer> {
+  const meta: OperationMeta = { headers: {} };
+  request.gatewayMeta = meta;
+  if (prepared.kind === 'rejected') {
+    meta.errorCodes = [...prepared.codes];
+    return { status: prepared.status, headers: meta.headers, body: prepared.body };
+  }
+  if (prepared.operationType === 'subscription') {
+    meta.operation = prepared.label;
+    const error = new AppError(
+      'BAD_USER_INPUT',
+      'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql, not over HTTP',
+    );
+    meta.errorCodes = [error.code];
+    return {
+      status: error.status,
+      headers: meta.headers,
+      body: { errors: [{ message: error.message, extensions: { code: error.code } }] },
+    };
+  }
+  return operations.run(prepared, {
+    principal: request.principal ?? null,
+    requestId: request.id,
+    variables,
+    meta,
+  });
+}
+
+/** Hands Apollo's parsed and validated operation to the pipeline instead of Apollo's executor. */
+function pipelinePlugin(operations: Operations): ApolloServerPlugin<HttpContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async responseForOperation(rc): Promise<GraphQLResponse> {
+          const prepared = operations.prepare(rc.source, rc.request.operationName);
+          const answer = await answerOverHttp(
+            operations,
+            prepared,
+            rc.contextValue.request,
+            rc.request.variables as Record<string, unknown> | undefined,
+          );
+          const headers = new HeaderMap();
+          for (const [name, value] of Object.entries(answer.headers)) headers.set(name.toLowerCase(), value);
+          return {
+            http: { status: answer.status, headers },
+            body: { kind: 'single', singleResult: answer.body },
+          };
+        },
+      };
+    },
+  };
+}
+
+interface GraphQLBody {
+  query?: unknown;
+  operationName?: unknown;
+  variables?: unknown;
+  extensions?: unknown;
+}
+
+/** The thin door's shape test: what it can answer exactly as Apollo would. */
+function thinDoorRequest(
+  request: FastifyRequest,
+): { query: string; operationName?: string; variables?: Record<string, unknown>; type: string } | undefined {
+  if (request.method !== 'POST') return undefined;
+  const body = request.body as GraphQLBody | undefined;
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  if (typeof body.query !== 'string' || body.query === '' || body.extensions !== undefined) return undefined;
+  const operationName = body.operationName;
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string')
+    return undefined;
+  const variables = body.variables;
+  if (
+    variables !== undefined &&
+    variables !== null &&
+    (typeof variables !== 'object' || Array.isArray(variables))
+  )
+    return undefined;
+  const type = responseType(request.headers.accept);
+  if (!type) return undefined;
+  return {
+    query: body.query,
+    operationName: operationName ?? undefined,
+    variables: (variables ?? undefined) as Record<string, unknown> | undefined,
+    type,
+  };
+}
+
+function send(reply: FastifyReply, type: string, answer: Answer): void {
+  reply.code(answer.status).headers(answer.headers).header('content-type', type);
+  // Apollo's serialization: errors, data, extensions, and a trailing newline.
+  reply.send(jsonOf(answer.body) + '\n');
+}
+
+/** GraphQL over HTTP: a POST body must be application/json; anything else is 415 before parsing. */
+function requireJsonBody(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+  if (request.method !== 'POST') return done();
+  const header = request.headers['content-type'];
+  if (header === 'application/json') return done(); // the common spelling, without parsing it
+  const type = (header ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === 'application/json') return done();
+  done(
+    new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `POST /graphql needs Content-Type: application/json (got '${type || 'none'}')`,
+    ),
+  );
+}
+
+export async function registerGraphQL(
+  app: FastifyInstance,
+  operations: Operations,
+  services: AppServices,
+): Promise<ApolloServer<HttpContext>> {
+  const apollo = new ApolloServer<HttpContext>({
+    schema: operations.schema,
+    introspection: true,
+    csrfPrevention: true,
+    // main.ts owns the signals: Apollo's own handlers would re-raise them and kill in-flight requests.
+    stopOnTerminationSignals: false,
+    validationRules: services.validationRules,
+    // The pipeline's LRU is the one document cache; Apollo only parses what reaches its door.
+    documentStore: null,
+    parseOptions: { maxTokens: services.config.graphqlMaxTokens }, // wired by h15-resilience
+    persistedQueries: { cache: services.persisted.cache }, // wired by h16-ops
+    includeStacktraceInErrorResponses: false,
+    plugins: [
+      fastifyApolloDrainPlugin(app),
+      pipelinePlugin(operations),
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginLandingPageDisabled(),
+    ],
+    formatError: (formatted, error) =>
+      formatGraphQLError(formatted, error, (e) =>
+        services.logger.error({ err: e }, 'unexpected GraphQL error'),
+      ),
+  });
+  await apollo.start();
+  // Apollo's handler types its reply payload as a string; it takes any request of this route.
+  const apolloHandler = fastifyApolloHandler(apollo, {
+    context: async (request) => ({ request }),
+  }) as unknown as RouteHandlerMethod;
+
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/graphql',
+    onRequest: requireJsonBody,
+    handler(request, reply) {
+      const thin = thinDoorRequest(request);
+      if (!thin) return apolloHandler.call(this, request, reply);
+      const prepared = operations.prepare(thin.query, thin.operationName);
+      const answer = answerOverHttp(operations, prepared, request, thin.variables);
+      if (!isPromise(answer)) return send(reply, thin.type, answer);
+      return andThen(answer, (a) => send(reply, thin.type, a));
+    },
+    config: { audit: 'graphql', graphql: true },
+  });
+  app.route({
+    method: ['PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/graphql',
+    config: { graphql: true },
+    handler: async (request) => {
+      throw new AppError(
+        'METHOD_NOT_ALLOWED',
+        `${request.method} is not supported on /graphql; use GET for queries or POST`,
+        {},
+        { allow: 'GET, POST' },
+      );
+    },
+  });
+  return apollo;
+}

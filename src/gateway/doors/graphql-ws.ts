@@ -1,0 +1,410 @@
+import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import proxyAddr from '@fastify/proxy-addr';
+import type { FastifyInstance } from 'fastify';
+import {
+  GraphQLError,
+  createSourceEventStream,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type FormattedExecutionResult,
+  type GraphQLFormattedError,
+} from 'graphql';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Config } from '../../config.js';
+import { AppError, isAppError, statusOfCode } from '../../kernel/errors.js';
+import type { MaybePromise } from '../../kernel/maybe-async.js';
+import type { Principal } from '../../kernel/principal.js';
+import { CREDENTIAL_REVOKED, type DomainEvent } from '../../kernel/events.js';
+import { checkAccess, type Requirements } from '../pipeline/access.js';
+import type { AppServices, AuditLog, GatewayContext } from '../schema/context.js';
+import type { CredentialResolver } from './credentials.js';
+import { toGraphQLError } from '../pipeline/errors.js';
+import { requestIdOf } from './edge.js';
+import type { Admitted, Answer, Operations } from '../pipeline/operation.js';
+
+/** graphql-ws close codes we use beyond the protocol's own. */
+export const CLOSE_UNAUTHORIZED = 4401;
+export const CLOSE_FORBIDDEN = 4403;
+
+interface ConnectionState {
+  /** The connection's credential; an in-band refresh replaces it (same account and subject). */
+  principal: Principal;
+  requestId: string;
+  ip: string;
+  userAgent?: string;
+  /** Operations holding a slot of the per-connection cap (with what they need, for refreshes). */
+  active: Map<string, Requirements | null>;
+  /** Started operations whose audit record waits for the subscribe function's verdict. */
+  starting: Map<string, { operation: string; startedAt: number }>;
+  expiryTimer?: NodeJS.Timeout;
+}
+
+type WsExtra = Extra & { state?: ConnectionState } & Record<PropertyKey, unknown>;
+
+/** `{"authorization": "Bearer …"}` or `{"apiKey": "…"}` in the connection_init payload. */
+export function credentialFromInit(payload: Record<string, unknown> | undefined): string | null {
+  if (!payload) return null;
+  const auth = payload.authorization ?? payload.Authorization;
+  if (typeof auth === 'string') return /^Bearer\s+(\S+)$/i.exec(auth.trim())?.[1] ?? null;
+  const key = payload.apiKey ?? payload['x-api-key'];
+  return typeof key === 'string' && key.length > 0 ? key : null;
+}
+
+/**
+ * The client's address by the same TRUST_PROXY rule as Fastify's `request.ip` on the HTTP routes
+ * (Fastify 5 builds it the same way from @fastify/proxy-addr).
+ */
+function clientAddressOf(trustProxy: Config['trustProxy']): (request: IncomingMessage) => string {
+  if (trustProxy === false) return (request) => request.socket.remoteAddress ?? '';
+  const trust =
+    trustProxy === true ? () => true : proxyAddr.compile(trustProxy.split(',').map((entry) => entry.trim()));
+  return (request) => proxyAddr(request, trust);
+}
+
+export interface WsServer {
+  /** Closes every socket with 1001 and stops accepting upgrades. */
+  close(): Promise<void>;
+  /** Ends every connection authenticated by this credential (revocation): close 4403. */
+  endCredential(credentialId: string): void;
+  /** Authenticated connections this server tracks (each one open). */
+  readonly connectionCount: number;
+  /** Subscriptions running on those connections. */
+  readonly subscriptionCount: number; // wired by h16-ops
+}
+
+/**
+ * Identical subscriptions (same prepared operation, variables and account) get the same answer to
+ * an event: it is executed and formatted once per event for all of them, and graphql-ws then
+ * sends it to each (thousands of dashboards watch the same feed).
+ */
+class SharedAnswers {
+  private readonly answers = new WeakMap<DomainEvent, Map<string, MaybePromise<Answer>>>();
+  private readonly keys = new WeakMap<GatewayContext, string>();
+  private readonly documentIds = new WeakMap<object, number>();
+  private nextId = 0;
+
+  constructor(private readonly operations: Operations) {}
+
+  to(event: DomainEvent, admitted: Admitted): MaybePromise<Answer> {
+    const key = this.keyOf(admitted);
+    let perEvent = this.answers.get(event);
+    if (!perEvent) this.answers.set(event, (perEvent = new Map()));
+    let answer = perEvent.get(key);
+    if (answer === undefined) {
+      answer = this.operations.execute(admitted, event);
+      perEvent.set(key, answer);
+    }
+    return answer;
+  }
+
+  private keyOf(admitted: Admitted): string {
+    let key = this.keys.get(admitted.context);
+    if (key === undefined) {
+      let id = this.documentIds.get(admitted.prepared);
+      if (id === undefined) this.documentIds.set(admitted.prepared, (id = this.nextId++));
+      key = `${id}|${admitted.context.principal?.accountId ?? ''}|${JSON.stringify(admitted.variables ?? {})}`;
+      this.keys.set(admitted.context, key);
+    }
+    return key;
+  }
+}
+
+/**
+ * A subscription's answers, pulled by graphql-ws at the pace its socket accepts writes. A stream
+ * that refuses to go on (the subscriber fell too far behind) ends with one final error answer.
+ * `return()` reaches the event source at once, so a completed subscription stops listening even
+ * while it waits for an event.
+ */
+class EventAnswers implements AsyncIterableIterator<FormattedExecutionResult> {
+  private ended = false;
+
+  constructor(
+    private readonly source: AsyncIterator<DomainEvent>,
+    private readonly answerTo: (event: DomainEvent) => MaybePromise<Answer>,
+    private readonly format: (error: AppError) => GraphQLFormattedError[],
+  ) {}
+
+  next(): Promise<IteratorResult<FormattedExecutionResult>> {
+    if (this.ended) return Promise.resolve({ value: undefined, done: true });
+    return this.source.next().then(
+      async (step): Promise<IteratorResult<FormattedExecutionResult>> =>
+        step.done
+          ? { value: undefined, done: true }
+          : { value: (await this.answerTo(step.value)).body, done: false },
+      (error: unknown) => {
+        if (!isAppError(error)) throw error;
+        this.ended = true;
+        return { value: { errors: this.format(error) }, done: false };
+      },
+    );
+  }
+
+  async return(): Promise<IteratorResult<FormattedExecutionResult>> {
+    this.ended = true;
+    await this.source.return?.();
+    return { value: undefined, done: true };
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<FormattedExecutionResult>> {
+    this.ended = true;
+    await this.source.return?.();
+    throw error;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<FormattedExecutionResult> {
+    return this;
+  }
+}
+
+/** `{"refresh": "<access token or API key>"}` in a ping: the in-band credential refresh. */
+function refreshSecretOf(payload: unknown): string | null | undefined {
+  if (typeof payload !== 'object' || payload === null || !('refresh' in payload)) return undefined;
+  const secret = (payload as { refresh: unknown }).refresh;
+  if (typeof secret !== 'string') return null;
+  return /^Bearer\s+(\S+)$/i.exec(secret.trim())?.[1] ?? (secret.trim() || null);
+}
+
+function sameSubject(a: Principal, b: Principal): boolean {
+  return a.accountId === b.accountId && a.userId === b.userId && a.clientId === b.clientId;
+}
+
+export function registerGraphQLWs(
+  app: FastifyInstance,
+  operations: Operations,
+  services: AppServices,
+  credentials: CredentialResolver,
+  audit: AuditLog,
+): WsServer {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  const connections = new Map<WebSocket, ConnectionState>();
+  /** What each operation started on a socket was admitted as, by the context graphql-ws hands back. */
+  const admittedBy = new WeakMap<GatewayContext, Admitted>();
+  const shared = new SharedAnswers(operations);
+  /**
+   * graphql-ws wants GraphQLError objects back from onSubscribe and serializes them itself; the
+   * pipeline's errors are already formatted, so onError sends those instead (its documented use).
+   */
+  const formattedOf = new WeakMap<readonly GraphQLError[], readonly GraphQLFormattedError[]>();
+  const asErrors = (errors: readonly GraphQLFormattedError[] | undefined): GraphQLError[] => {
+    const list = (errors ?? []).map((e) => new GraphQLError(e.message));
+    formattedOf.set(list, errors ?? []);
+    return list;
+  };
+  const formatError = (error: AppError) => operations.format([toGraphQLError(error)]);
+
+  app.server.on('upgrade', (req: IncomingMessage, socket, head) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/graphql') {
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  });
+
+  const clientAddress = clientAddressOf(services.config.trustProxy);
+  /** One audit record per operation started on a socket, like one per HTTP request. */
+  const recordStart = (state: ConnectionState, operation: string, status: number, startedAt: number) =>
+    audit.record({
+      at: services.clock.now(),
+      requestId: state.requestId,
+      accountId: state.principal.accountId,
+      credentialKind: state.principal.credential.kind,
+      credentialId: state.principal.credential.id,
+      ip: state.ip,
+      userAgent: state.userAgent,
+      operation: `ws ${operation}`,
+      status,
+      durationMs: performance.now() - startedAt,
+    });
+
+  const expireAt = (state: ConnectionState, socket: WebSocket) => {
+    if (state.expiryTimer) clearTimeout(state.expiryTimer);
+    state.expiryTimer = undefined;
+    const expiresAt = state.principal.credential.expiresAt;
+    if (!expiresAt) return;
+    const ms = Math.max(0, expiresAt.getTime() - services.clock.now().getTime());
+    state.expiryTimer = setTimeout(
+      () => socket.close(CLOSE_FORBIDDEN, 'Credential expired'),
+      Math.min(ms, 2 ** 31 - 1),
+    );
+    state.expiryTimer.unref();
+  };
+
+  const admittedOf = (args: ExecutionArgs): Admitted => {
+    const admitted = admittedBy.get(args.contextValue as GatewayContext);
+    if (!admitted) throw new Error('operation started without onSubscribe admitting it');
+    return admitted;
+  };
+
+  const server = useServer<Record<string, unknown> | undefined, WsExtra>(
+    {
+      schema: operations.schema,
+      // The pipeline hands back answers already formatted (once per event, shared by identical
+      // subscriptions); graphql-ws serializes a result as it is, so they go out unchanged. Its
+      // typings name the unformatted ExecutionResult, hence the casts.
+      execute: async (args) =>
+        (await operations.execute(admittedOf(args), undefined)).body as unknown as ExecutionResult,
+      subscribe: async (args) => {
+        const admitted = admittedOf(args);
+        const source = await createSourceEventStream(args);
+        if (!(Symbol.asyncIterator in source)) {
+          return operations.answerTo(source, admitted.context.meta).body as unknown as ExecutionResult;
+        }
+        const events = source as AsyncIterableIterator<DomainEvent>;
+        return new EventAnswers(
+          events,
+          (event) => shared.to(event, admitted),
+          formatError,
+        ) as unknown as AsyncIterableIterator<ExecutionResult>;
+      },
+      // Results come from the pipeline already formatted (see `execute` above): sent as they are.
+      onNext: (_ctx, _id, _payload, _args, result) => result as unknown as FormattedExecutionResult,
+      onError: (_ctx, _id, _payload, errors) => formattedOf.get(errors),
+      onConnect: async (ctx) => {
+        const socket = ctx.extra.socket;
+        const secret = credentialFromInit(ctx.connectionParams);
+        const principal = secret ? await credentials.resolve(secret) : null;
+        // The client may have left while its credential was checked: onClose has run already, so
+        // state kept now would never be removed.
+        if (socket.readyState !== socket.OPEN) return false;
+        if (!principal) {
+          socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized');
+          return false;
+        }
+        const state: ConnectionState = {
+          principal,
+          requestId: requestIdOf(ctx.extra.request.headers['x-request-id']),
+          ip: clientAddress(ctx.extra.request),
+          userAgent: ctx.extra.request.headers['user-agent'],
+          active: new Map(),
+          starting: new Map(),
+        };
+        expireAt(state, socket);
+        ctx.extra.state = state;
+        connections.set(socket, state);
+        return true;
+      },
+      // In-band refresh (README → Subscriptions): the pong graphql-ws sends after this resolves is
+      // the acknowledgement; a refused credential closes the connection like a revoked one.
+      onPing: async (ctx, payload) => {
+        const secret = refreshSecretOf(payload);
+        if (secret === undefined) return;
+        const state = ctx.extra.state;
+        const socket = ctx.extra.socket;
+        const principal = state && secret ? await credentials.resolve(secret) : null;
+        const allowed =
+          state &&
+          principal &&
+          sameSubject(principal, state.principal) &&
+          [...state.active.values()].every((needs) => !needs || checkAccess(needs, principal).length === 0);
+        if (!allowed || !state || !principal) {
+          socket.close(CLOSE_FORBIDDEN, 'Credential refresh refused');
+          return;
+        }
+        state.principal = principal;
+        expireAt(state, socket);
+      },
+      onSubscribe: async (ctx, id, payload) => {
+        const state = ctx.extra.state;
+        if (!state) return [new GraphQLError('Unauthorized', { extensions: { code: 'UNAUTHENTICATED' } })];
+        const startedAt = performance.now();
+        const prepared = operations.prepare(payload.query, payload.operationName);
+        if (prepared.kind === 'rejected') {
+          // Like a malformed POST /graphql: audited under the door's name, status 400.
+          recordStart(state, 'graphql', prepared.status, startedAt);
+          return asErrors(prepared.body.errors);
+        }
+        // graphql-ws handles a connection's messages concurrently: the slot is taken before the
+        // first await, or simultaneous subscribes would all pass the check.
+        if (state.active.size >= services.config.wsMaxSubscriptionsPerConnection) {
+          const error = new AppError(
+            'RATE_LIMIT_EXCEEDED',
+            `At most ${services.config.wsMaxSubscriptionsPerConnection} subscriptions per connection`,
+          );
+          recordStart(state, prepared.label, error.status, startedAt);
+          return asErrors(formatError(error));
+        }
+        state.active.set(id, prepared.requirements);
+        const admitted = await operations.admit(prepared, {
+          principal: state.principal,
+          requestId: state.requestId,
+          variables: payload.variables ?? undefined,
+        });
+        if ('status' in admitted) {
+          state.active.delete(id);
+          recordStart(state, prepared.label, admitted.status, startedAt);
+          return asErrors(admitted.body.errors);
+        }
+        state.starting.set(id, { operation: prepared.label, startedAt });
+        admittedBy.set(admitted.context, admitted);
+        return {
+          schema: operations.schema,
+          document: prepared.document,
+          variableValues: payload.variables ?? undefined,
+          operationName: prepared.operationName,
+          contextValue: admitted.context,
+        };
+      },
+      // The subscribe function may still refuse (a bad argument): the audit records its verdict.
+      onOperation: (ctx, id, _payload, _args, result) => {
+        const state = ctx.extra.state;
+        const start = state?.starting.get(id);
+        if (!state || !start) return;
+        state.starting.delete(id);
+        recordStart(state, start.operation, startStatus(result), start.startedAt);
+      },
+      onComplete: (ctx, id) => {
+        ctx.extra.state?.active.delete(id);
+      },
+      onClose: (ctx) => {
+        const state = ctx.extra.state;
+        if (state?.expiryTimer) clearTimeout(state.expiryTimer);
+        connections.delete(ctx.extra.socket);
+      },
+    },
+    wss,
+    services.config.wsKeepAliveMs,
+  );
+
+  const endCredential = (credentialId: string) => {
+    for (const [socket, state] of connections) {
+      if (state.principal.credential.id === credentialId) socket.close(CLOSE_FORBIDDEN, 'Credential revoked');
+    }
+  };
+  // Revocations reach every process through the bus (OAuth revocation, API keys noticed by the key watch).
+  const stopListening = services.bus.subscribe((event) => {
+    if (event.type === CREDENTIAL_REVOKED)
+      endCredential(String((event.payload as { credentialId?: unknown }).credentialId));
+  });
+
+  return {
+    async close() {
+      stopListening?.();
+      await server.dispose();
+    },
+    endCredential,
+    get connectionCount() {
+      return connections.size;
+    },
+    // wired by h16-ops: read on a metrics scrape only
+    get subscriptionCount() {
+      let count = 0;
+      for (const state of connections.values()) count += state.active.size;
+      return count;
+    },
+  };
+}
+
+/**
+ * What an operation start is audited with: a stream or an execution result with data is a
+ * success (as over HTTP, field errors keep 200); an answer without data was refused before
+ * execution: the status its first error's code maps to.
+ */
+function startStatus(result: unknown): number {
+  if (typeof result !== 'object' || result === null) return 200;
+  if (Symbol.asyncIterator in result || 'data' in result) return 200;
+  const code = (result as FormattedExecutionResult).errors?.[0]?.extensions?.code;
+  return statusOfCode(code);
+}

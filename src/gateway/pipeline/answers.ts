@@ -1,0 +1,275 @@
+import {
+  Kind,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type ValueNode,
+} from 'graphql';
+import { isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
+import type { Principal } from '../../kernel/principal.js';
+import { RecencyMap } from '../../kernel/recency.js';
+import type { AppServices } from '../schema/context.js';
+
+/*
+ * Answers kept between requests, inside the one pipeline (operation.ts): a query whose every field
+ * reads only one source's data executes once per version of that data, caller account and
+ * variables; later requests still pass the access check and admission, and are then answered
+ * from the kept result, which the pipeline formats as it formats a fresh one. So the answer is the
+ * same by every door and however often the operation was seen, and only the execution is saved.
+ *
+ * Invalidation: a source's version is read from the database on every request (one prepared point
+ * query) and a kept result serves only the version it was executed at. The version moves in the
+ * writing transaction (for port operations, by triggers: every writer moves it, the CLI and
+ * another gateway process included), so a client reads its own write on the next request, and a
+ * change made anywhere is served by every process on the next request after it commits. A result
+ * executed while a write committed may hold data newer than its version: never older.
+ *
+ * What may be kept is declared by the source as schema coordinates (`PortCall.eta`): fields whose
+ * value is a function of the source's data, the caller's account and the arguments only. A field
+ * that reads the clock, an outside service or anything else of the caller (a signed URL, a
+ * prediction, a report window ending "now") is left out, and any operation selecting it executes
+ * every time. Mutations and subscriptions always execute.
+ */
+
+/** Data whose answers may be kept: what it covers, and how its current version is read. */
+export interface AnswerSource {
+  /** Names the source in metrics (`port-ops`). */
+  readonly name: string;
+  /** `Type.field` coordinates whose value depends only on this data, the caller's scope and the arguments. */
+  readonly coordinates: ReadonlySet<string>;
+  /**
+   * What of the data the caller reads (its account), as a key; undefined when its answers are
+   * not to be kept (a caller who reads across accounts).
+   */
+  scopeOf(principal: Principal): string | undefined;
+  /**
+   * The version of what `scope` reads, as an execution now would; a different string after any
+   * change. Returned as it is when it is at hand (a snapshot in memory, an idle SQLite connection):
+   * a kept answer is then served without a promise.
+   */
+  version(services: AppServices, scope: string): MaybePromise<string>;
+  /**
+   * Arguments (`Query.scores(profileId:)`) that bring in data the version does not cover: an answer
+   * is kept only when the argument is absent or null (a variable feeding it is checked per request).
+   */
+  readonly keptOnlyWithout?: ReadonlySet<string>;
+}
+
+/** A query whose results may be kept: its source, and the variables that must be unset for that. */
+export interface Keepable {
+  readonly source: AnswerSource;
+  readonly unlessSet: readonly string[];
+}
+
+/** Whether this request's variables let a keepable operation's result be kept. */
+export function keptWith(keepable: Keepable, variables: Record<string, unknown> | undefined): boolean {
+  return keepable.unlessSet.every((name) => variables?.[name] === undefined || variables[name] === null);
+}
+
+/** The one source all of an operation's fields read, if there is one and the operation is a query. */
+export function answerSourceOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  sources: readonly AnswerSource[],
+): Keepable | undefined {
+  if (operation.operation !== 'query' || sources.length === 0) return undefined;
+  if (document.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation !== 'query'))
+    return undefined;
+  // Every coordinate the document selects (all its operations and fragments: a conservative
+  // superset), and every argument given with its value.
+  const selected = new Set<string>();
+  const given: Array<{ argument: string; value: ValueNode }> = [];
+  const typeInfo = new TypeInfo(schema);
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        if (node.name.value === '__typename') return;
+        const coordinate = `${typeInfo.getParentType()?.name ?? '?'}.${node.name.value}`;
+        selected.add(coordinate);
+        for (const arg of node.arguments ?? [])
+          given.push({ argument: `${coordinate}(${arg.name.value}:)`, value: arg.value });
+      },
+    }),
+  );
+  const defaults = new Map(
+    (operation.variableDefinitions ?? []).map((d) => [d.variable.name.value, d.defaultValue]),
+  );
+  for (const source of sources) {
+    if (![...selected].every((c) => source.coordinates.has(c))) continue;
+    const unlessSet: string[] = [];
+    const keepable = given.every(({ argument, value }) => {
+      if (!source.keptOnlyWithout?.has(argument) || value.kind === Kind.NULL) return true;
+      if (value.kind !== Kind.VARIABLE) return false;
+      const fallback = defaults.get(value.name.value);
+      if (fallback && fallback.kind !== Kind.NULL) return false;
+      unlessSet.push(value.name.value);
+      return true;
+    });
+    return keepable ? { source, unlessSet } : undefined;
+  }
+  return undefined;
+}
+
+export type AnswerOutcome = 'hit' | 'miss' | 'joined';
+
+interface Kept {
+  version: string;
+  result: ExecutionResult;
+  bytes: number;
+}
+
+/**
+ * The kept results, bounded by their size as JSON (ANSWER_CACHE_MB), least recently used dropped
+ * first (nearly, see RecencyMap). Concurrent misses for one key and version share one execution.
+ */
+export class AnswerCache {
+  private readonly kept = new RecencyMap<Kept>();
+  private readonly running = new Map<string, Promise<ExecutionResult>>();
+  private bytes = 0;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly observe: (source: string, outcome: AnswerOutcome) => void = () => undefined,
+  ) {}
+
+  get size(): { entries: number; bytes: number } {
+    return { entries: this.kept.size, bytes: this.bytes };
+  }
+
+  /**
+   * The result for `key` at the source's current version: kept, joined or executed now. If the
+   * version cannot be read (the database is down) the operation executes as if nothing were kept,
+   * and answers whatever that execution meets. Synchronous when the version is at hand and the
+   * result is kept.
+   */
+  answer(
+    source: AnswerSource,
+    services: AppServices,
+    scope: string,
+    key: string,
+    execute: () => MaybePromise<ExecutionResult>,
+  ): MaybePromise<ExecutionResult> {
+    let version: MaybePromise<string>;
+    try {
+      version = source.version(services, scope);
+    } catch {
+      return execute();
+    }
+    return isPromise(version)
+      ? version.then(
+          (v) => this.at(source, key, v, execute),
+          () => execute(),
+        )
+      : this.at(source, key, version, execute);
+  }
+
+  /** The result for `key` at `version`: the kept one, a running execution's, or a new execution's. */
+  private at(
+    source: AnswerSource,
+    key: string,
+    version: string,
+    execute: () => MaybePromise<ExecutionResult>,
+  ): MaybePromise<ExecutionResult> {
+    const kept = this.kept.get(key);
+    if (kept && kept.version === version) {
+      this.observe(source.name, 'hit');
+      return kept.result;
+    }
+    const runKey = `${version}\u0000${key}`;
+    const running = this.running.get(runKey);
+    if (running) {
+      this.observe(source.name, 'joined');
+      return running;
+    }
+    this.observe(source.name, 'miss');
+    const execution = Promise.resolve(execute()).then((result) => {
+      if (!result.errors?.length) this.keep(key, version, result);
+      return result;
+    });
+    this.running.set(runKey, execution);
+    const forget = () => this.running.delete(runKey);
+    execution.then(forget, forget);
+    return execution;
+  }
+
+  private keep(key: string, version: string, result: ExecutionResult): void {
+    const text = JSON.stringify(result.data);
+    const bytes = text?.length ?? 0;
+    if (bytes > this.maxBytes) return;
+    const previous = this.kept.delete(key);
+    if (previous) this.bytes -= previous.bytes;
+    while (this.bytes + bytes > this.maxBytes) {
+      const oldest = this.kept.shift();
+      if (!oldest) break;
+      this.bytes -= oldest[1].bytes;
+    }
+    // Frozen: every request shares this object, and nothing downstream may change it.
+    const data = deepFreeze(result.data);
+    // Its JSON is already written: the first request it serves need not write it again.
+    if (data && text !== undefined) keptJson.set(data, text);
+    this.kept.set(key, { version, result: { data }, bytes });
+    this.bytes += bytes;
+  }
+}
+
+/** Freezes `value` and everything in it: a kept result, and what is derived from one once for all. */
+export function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
+  for (const item of Object.values(value)) deepFreeze(item);
+  return Object.freeze(value);
+}
+
+const keptJson = new WeakMap<object, string>();
+
+function frozenJson(value: object): string {
+  let text = keptJson.get(value);
+  if (text === undefined) keptJson.set(value, (text = JSON.stringify(value)));
+  return text;
+}
+
+/**
+ * `JSON.stringify(value ?? null)`, with a frozen value (a kept result, or a body derived from one
+ * once for all the requests it serves) serialized once: it cannot change, and its text goes with
+ * it. A plain envelope around kept parts (`{ data, extensions }`) is written member by member,
+ * in the same order and form as JSON.stringify writes it, so only the parts that differ per
+ * request (the cost budget) are serialized each time.
+ */
+export function jsonOf(value: unknown): string {
+  if (value === null || value === undefined || typeof value !== 'object')
+    return JSON.stringify(value ?? null);
+  if (Object.isFrozen(value)) return frozenJson(value);
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (Array.isArray(value) || (proto !== Object.prototype && proto !== null)) return JSON.stringify(value);
+  let text = '';
+  // for-in makes no array of keys; own members only, as JSON.stringify writes them.
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const member = (value as Record<string, unknown>)[key];
+    const json =
+      member !== null && typeof member === 'object' && Object.isFrozen(member)
+        ? frozenJson(member)
+        : (JSON.stringify(member) as string | undefined);
+    // What JSON.stringify leaves out: undefined, functions, symbols (and a toJSON giving those).
+    if (json === undefined) continue;
+    text += (text === '' ? '{' : ',') + quotedKey(key) + ':' + json;
+  }
+  return text === '' ? '{}' : text + '}';
+}
+
+const quotedKeys = new Map<string, string>();
+
+/** An envelope's member name as JSON (`"data"`): few names, written once each. */
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (quotedKeys.size < 64) quotedKeys.set(key, quoted);
+  }
+  return quoted;
+}

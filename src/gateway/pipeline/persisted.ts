@@ -1,0 +1,191 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ErrorsAreMissesCache,
+  InMemoryLRUCache,
+  type KeyValueCache,
+  type KeyValueCacheSetOptions,
+} from '@apollo/utils.keyvaluecache';
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  Kind,
+  parse,
+  print,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+} from 'graphql';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../config.js';
+import { AppError } from '../../kernel/errors.js';
+import { fastFailingRedis } from '../../kernel/counters.js';
+import { usedFragments } from '../doors/rest.js';
+
+export const OPERATIONS_DIR = join(import.meta.dirname, '..', '..', '..', 'schema', 'operations');
+
+/** Apollo's automatic persisted queries, in Redis under a prefix: every process sees what one registered. */
+export class RedisKeyValueCache implements KeyValueCache<string> {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  async get(key: string): Promise<string | undefined> {
+    return (await this.redis.get(this.prefix + key)) ?? undefined;
+  }
+
+  async set(key: string, value: string, options?: KeyValueCacheSetOptions): Promise<void> {
+    // Apollo's ttl is in seconds; none (or null) keeps the entry until Redis evicts it.
+    if (options?.ttl) await this.redis.set(this.prefix + key, value, 'EX', options.ttl);
+    else await this.redis.set(this.prefix + key, value);
+  }
+
+  async delete(key: string): Promise<boolean> {
+    return (await this.redis.del(this.prefix + key)) > 0;
+  }
+}
+
+export interface PersistedOperations {
+  /** The APQ store passed to Apollo's `persistedQueries.cache`. */
+  cache: KeyValueCache<string>;
+  /** Set in TRUSTED_DOCUMENTS mode: only these documents may run. */
+  trusted: TrustedDocuments | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Redis when REDIS_URL is set (a query registered through one process is known to all), else an
+ * LRU in this process. A Redis that does not answer makes lookups misses, not errors: the client
+ * then simply sends the whole query again.
+ */
+export async function persistedOperations(
+  config: Pick<Config, 'redisUrl' | 'redisPrefix' | 'trustedDocuments'>,
+  logger: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<PersistedOperations> {
+  const trusted = config.trustedDocuments ? TrustedDocuments.load() : undefined;
+  if (!config.redisUrl) {
+    return {
+      cache: new InMemoryLRUCache<string>({ maxSize: 8 * 1024 * 1024 }),
+      trusted,
+      close: async () => {},
+    };
+  }
+  const redis = fastFailingRedis(config.redisUrl, 500);
+  await redis.connect();
+  // Apollo prefixes its keys with `apq:`: they land at <REDIS_PREFIX>:apq:<sha256>.
+  const cache = new ErrorsAreMissesCache(new RedisKeyValueCache(redis, `${config.redisPrefix}:`), {
+    debug: () => {},
+    info: () => {},
+    warn: (message: unknown) => logger.warn({ err: message }, 'persisted queries: Redis did not answer'),
+    error: (message: unknown) => logger.warn({ err: message }, 'persisted queries: Redis did not answer'),
+  });
+  return {
+    cache,
+    trusted,
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/**
+ * Trusted-documents mode: the operations registered in schema/operations/ (any depth) are the
+ * only ones that run. A document matches when its chosen operation, with the fragments it uses,
+ * prints the same as a registered one (sha256 of the printed form): whitespace, comments and
+ * fragment order do not matter; any other change does.
+ */
+export class TrustedDocuments {
+  private readonly hashes: ReadonlySet<string>;
+  /** Sources and documents already judged: clients repeat the same few. */
+  private readonly judgedSources = new Map<string, boolean>();
+  private readonly judgedDocuments = new WeakMap<DocumentNode, Map<string, boolean>>();
+
+  constructor(documents: Iterable<DocumentNode>) {
+    const hashes = new Set<string>();
+    for (const document of documents) {
+      for (const d of document.definitions) {
+        if (d.kind === Kind.OPERATION_DEFINITION && d.name)
+          hashes.add(operationHash(document, d.name.value)!);
+      }
+    }
+    this.hashes = hashes;
+  }
+
+  static load(dir: string = OPERATIONS_DIR): TrustedDocuments {
+    return new TrustedDocuments(graphqlFiles(dir).map((file) => parse(readFileSync(file, 'utf8'))));
+  }
+
+  get size(): number {
+    return this.hashes.size;
+  }
+
+  /** For a request's source text (parsed once per distinct source). */
+  allows(source: string, operationName?: string | null): boolean {
+    const key = `${operationName ?? ''}\u0000${source}`;
+    let verdict = this.judgedSources.get(key);
+    if (verdict === undefined) {
+      let document: DocumentNode | undefined;
+      try {
+        document = parse(source);
+      } catch {
+        document = undefined; // not even GraphQL: not a registered document
+      }
+      verdict = document !== undefined && this.allowsDocument(document, operationName ?? undefined);
+      if (this.judgedSources.size >= 10_000) this.judgedSources.clear();
+      this.judgedSources.set(key, verdict);
+    }
+    return verdict;
+  }
+
+  /** For a parsed document (the pipeline's prepared ones are reused, so this is a lookup). */
+  allowsDocument(document: DocumentNode, operationName: string | undefined): boolean {
+    let byName = this.judgedDocuments.get(document);
+    if (!byName) this.judgedDocuments.set(document, (byName = new Map()));
+    let verdict = byName.get(operationName ?? '');
+    if (verdict === undefined) {
+      const hash = operationHash(document, operationName);
+      verdict = hash !== undefined && this.hashes.has(hash);
+      byName.set(operationName ?? '', verdict);
+    }
+    return verdict;
+  }
+}
+
+function graphqlFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) return graphqlFiles(path);
+      return name.endsWith('.graphql') ? [path] : [];
+    });
+}
+
+/** sha256 of the chosen operation and the fragments it uses (sorted by name), printed. */
+function operationHash(document: DocumentNode, operationName: string | undefined): string | undefined {
+  const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+  const operation = operationName
+    ? operations.find((d) => d.name?.value === operationName)
+    : operations.length === 1
+      ? operations[0]
+      : undefined;
+  if (!operation) return undefined;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions)
+    if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  const used = usedFragments(operation as OperationDefinitionNode, fragments);
+  const printed = [operation, ...used.sort((a, b) => a.name.value.localeCompare(b.name.value))]
+    .map((d) => print(d))
+    .join('\n');
+  return createHash('sha256').update(printed).digest('hex');
+}
+
+/** The refusal in trusted-documents mode. */
+export function untrustedDocument(): AppError {
+  return new AppError(
+    'FORBIDDEN',
+    'Only operations registered in schema/operations/ may run on this server (TRUSTED_DOCUMENTS=true)',
+    { reason: 'UNTRUSTED_DOCUMENT' },
+  );
+}

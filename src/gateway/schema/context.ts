@@ -1,0 +1,168 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import DataLoader from 'dataloader';
+import type { FastifyBaseLogger } from 'fastify';
+import type { ValidationRule } from 'graphql';
+import type { Config } from '../../config.js';
+import type { Database } from '../../db/orm.js';
+import type { Clock } from '../../kernel/clock.js';
+import { Deadline } from '../../kernel/deadline.js';
+import type { MaybePromise } from '../../kernel/maybe-async.js';
+import type { SecretBox } from '../../kernel/secret-box.js';
+import { unauthenticated } from '../../kernel/errors.js';
+import type { Principal } from '../../kernel/principal.js';
+import type { EventBus, EventPublisher } from '../../kernel/events.js';
+import type { AccessPolicy, Requirements } from '../pipeline/access.js';
+import type { CredentialResolver } from '../doors/credentials.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { PersistedOperations } from '../pipeline/persisted.js';
+import type { Telemetry } from '../observability/telemetry.js';
+
+/**
+ * Process-wide services every door shares. Domains that need more (event bus, rate limiter,
+ * document store …) add optional members here rather than reaching for globals.
+ */
+export interface AppServices {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  logger: FastifyBaseLogger;
+  /** Called once per operation after the access check passes: rate limits and quotas. */
+  admission: Admission;
+  /** Where domains publish committed events (this process's bus, counted and traced). */
+  events: EventPublisher;
+  /** The live bus itself: graphql-ws and the live subscriptions listen to it. */
+  bus: EventBus;
+  credentials: CredentialResolver;
+  audit: AuditLog;
+  /** The access rules of the one schema; hand-written routes check through `authorizeField`. */
+  policy: AccessPolicy;
+  /** Validation rules beyond graphql-js's own (demand control), applied by every door. */
+  validationRules: ValidationRule[];
+  /** Encryption at rest for secrets the service must read back, and the root of derived keys. */
+  secrets: SecretBox;
+  metrics: Metrics; // wired by h16-ops
+  telemetry: Telemetry; // wired by h16-ops
+  persisted: PersistedOperations; // wired by h16-ops
+}
+
+/** One audited call: who, what, how it ended. */
+export interface AuditEntry {
+  at: Date;
+  requestId: string;
+  accountId?: string | null;
+  credentialKind?: string | null;
+  credentialId?: string | null;
+  ip?: string | null;
+  userAgent?: string | null;
+  operation: string;
+  status: number;
+  durationMs: number;
+}
+
+/** Where every door records its calls (the audit domain's writer; src/audit/writer.ts). */
+export interface AuditLog {
+  record(entry: AuditEntry): void;
+  /** Resolves when everything recorded so far is stored. */
+  flush(): Promise<void>;
+}
+
+export interface AdmissionResult {
+  /** Headers to send with the response (X-RateLimit-*). */
+  headers: Record<string, string>;
+}
+
+export interface Admission {
+  /**
+   * Throws RATE_LIMIT_EXCEEDED / LIMIT_REACHED (with Retry-After) when the caller is over budget
+   * (a rejected promise when the counters are remote). Synchronous when the counters are local.
+   */
+  admit(principal: Principal, requirements: Requirements): MaybePromise<AdmissionResult>;
+  /** The budget headers without spending, for answers that refuse the call before admission. */
+  peek(principal: Principal, requirements: Requirements): Promise<Record<string, string>>;
+}
+
+export const openAdmission: Admission = { admit: async () => ({ headers: {} }), peek: async () => ({}) };
+
+/** Everything a resolver sees. Built once per request / operation. */
+export interface GatewayContext {
+  readonly requestId: string;
+  readonly principal: Principal | null;
+  readonly em: EntityManager;
+  readonly services: AppServices;
+  readonly loaders: LoaderRegistry;
+  /** The operation's time budget (GRAPHQL_DEADLINE_MS), checked by long computations. */
+  readonly deadline: Deadline;
+  /** Filled in during execution and read by the transport: audit name, extra response headers. */
+  meta: OperationMeta;
+}
+
+export interface OperationMeta {
+  /** The operation as audit and metrics name it, e.g. `query Dashboard`. */
+  operation?: string;
+  /** Response headers the operation implies (X-RateLimit-*, Retry-After). */
+  headers: Record<string, string>;
+  /** `extensions.code` of each error in the answer, for metrics. */
+  errorCodes?: string[];
+}
+
+/** DataLoaders are per request: created on first use and shared by every resolver of the request. */
+export class LoaderRegistry {
+  private readonly loaders = new Map<string, DataLoader<unknown, unknown>>();
+
+  constructor(private readonly ctx: { em: EntityManager }) {}
+
+  get<K, V>(
+    name: string,
+    batch: (em: EntityManager, keys: readonly K[]) => Promise<ReadonlyArray<V | Error>>,
+  ): DataLoader<K, V> {
+    let loader = this.loaders.get(name) as DataLoader<K, V> | undefined;
+    if (!loader) {
+      loader = new DataLoader<K, V>((keys) => batch(this.ctx.em, keys), { maxBatchSize: 500 });
+      this.loaders.set(name, loader as DataLoader<unknown, unknown>);
+    }
+    return loader;
+  }
+}
+
+/**
+ * The per-request context. A class rather than an object literal with a getter: every request
+ * builds one, and instances of one class share a shape. The entity manager and the loaders are
+ * made on first use: operations served from caches never pay for them.
+ */
+class RequestScope implements GatewayContext {
+  readonly deadline: Deadline; // wired by h15-resilience
+  private forked: EntityManager | undefined;
+  private registry: LoaderRegistry | undefined;
+
+  constructor(
+    readonly services: AppServices,
+    readonly requestId: string,
+    readonly principal: Principal | null,
+    readonly meta: OperationMeta,
+  ) {
+    this.deadline = new Deadline(services.config.graphqlDeadlineMs); // wired by h15-resilience
+  }
+
+  get em(): EntityManager {
+    return (this.forked ??= this.services.db.em());
+  }
+
+  get loaders(): LoaderRegistry {
+    return (this.registry ??= new LoaderRegistry(this));
+  }
+}
+
+export function createContext(
+  services: AppServices,
+  requestId: string,
+  principal: Principal | null,
+  meta: OperationMeta = { headers: {} },
+): GatewayContext {
+  return new RequestScope(services, requestId, principal, meta);
+}
+
+/** For resolvers: the access check has already guaranteed a principal on protected fields. */
+export function requirePrincipal(ctx: GatewayContext): Principal {
+  if (!ctx.principal) throw unauthenticated();
+  return ctx.principal;
+}

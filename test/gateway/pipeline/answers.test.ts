@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import { buildSchema, parse, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
+import type { AppServices } from '../../../src/gateway/schema/context.js';
+import {
+  AnswerCache,
+  answerSourceOf,
+  jsonOf,
+  type AnswerOutcome,
+  keptWith,
+  type AnswerSource,
+  type Keepable,
+} from '../../../src/gateway/pipeline/answers.js';
+
+const schema = buildSchema(`
+  type Query { calls(profile: ID): [Call!]! clock: String! }
+  type Mutation { touch: Boolean! }
+  type Call { id: ID! eta: String! vessel: Vessel! }
+  type Vessel { name: String! hoursToArrival: Int! }
+`);
+
+function source(version: () => Promise<string>, coordinates: string[] = []): AnswerSource {
+  return {
+    name: 'test',
+    coordinates: new Set(coordinates),
+    scopeOf: (p) => p.accountId,
+    version: () => version(),
+  };
+}
+
+const COVERED = ['Query.calls', 'Call.id', 'Call.eta', 'Call.vessel', 'Vessel.name'];
+
+function sourceFor(text: string): AnswerSource | undefined {
+  return keepableFor(text)?.source;
+}
+
+function keepableFor(text: string): Keepable | undefined {
+  const document = parse(text);
+  const operation = document.definitions[0] as OperationDefinitionNode;
+  const covered = {
+    ...source(async () => '1', COVERED),
+    keptOnlyWithout: new Set(['Query.calls(profile:)']),
+  };
+  return answerSourceOf(schema, document, operation, [covered]);
+}
+
+describe('which operations may be kept', () => {
+  it('a query whose every field is covered, __typename and fragments included', () => {
+    expect(sourceFor('{ calls { id __typename vessel { name } } }')?.name).toBe('test');
+    expect(sourceFor('query Q { calls { ...C } } fragment C on Call { eta vessel { name } }')?.name).toBe(
+      'test',
+    );
+  });
+
+  it('not one that selects a field the source does not cover, even inside a fragment', () => {
+    expect(sourceFor('{ calls { id } clock }')).toBeUndefined();
+    expect(
+      sourceFor('query Q { calls { ...C } } fragment C on Call { vessel { hoursToArrival } }'),
+    ).toBeUndefined();
+    expect(sourceFor('{ __schema { queryType { name } } }')).toBeUndefined();
+  });
+
+  it('with an argument the version does not cover only when it is absent or null, a variable checked per request', () => {
+    expect(keepableFor('{ calls { id } }')?.unlessSet).toEqual([]);
+    expect(keepableFor('{ calls(profile: null) { id } }')?.unlessSet).toEqual([]);
+    expect(keepableFor('{ calls(profile: "p1") { id } }')).toBeUndefined();
+    expect(keepableFor('query Q($p: ID = "p1") { calls(profile: $p) { id } }')).toBeUndefined();
+    const keepable = keepableFor('query Q($p: ID) { calls(profile: $p) { id } }')!;
+    expect(keepable.unlessSet).toEqual(['p']);
+    expect(keptWith(keepable, undefined)).toBe(true);
+    expect(keptWith(keepable, { p: null })).toBe(true);
+    expect(keptWith(keepable, { p: 'p1' })).toBe(false);
+  });
+
+  it('never a mutation, nor a query beside one in the same document', () => {
+    expect(sourceFor('mutation { touch }')).toBeUndefined();
+    const document = parse('query Q { calls { id } } mutation M { touch }');
+    const query = document.definitions[0] as OperationDefinitionNode;
+    expect(answerSourceOf(schema, document, query, [source(async () => '1', COVERED)])).toBeUndefined();
+    expect(sourceFor('{ calls { id } }')?.name).toBe('test');
+  });
+});
+
+describe('AnswerCache', () => {
+  const services = {} as AppServices; // the sources here ignore it
+  const result = (n: number): ExecutionResult => ({ data: { calls: [{ id: String(n) }] } });
+
+  function counting(): { outcomes: AnswerOutcome[]; cache: AnswerCache } {
+    const outcomes: AnswerOutcome[] = [];
+    return { outcomes, cache: new AnswerCache(1024 * 1024, (_s, o) => outcomes.push(o)) };
+  }
+
+  it('serves the kept result while the version stays, and executes again once it moves', async () => {
+    let version = '1';
+    let executions = 0;
+    const src = source(async () => version);
+    const { outcomes, cache } = counting();
+    const run = () => cache.answer(src, services, 'acct', 'k', () => result(++executions));
+    expect(await run()).toEqual(result(1));
+    expect(await run()).toEqual(result(1));
+    version = '2';
+    expect(await run()).toEqual(result(2));
+    expect(outcomes).toEqual(['miss', 'hit', 'miss']);
+  });
+
+  it('keeps a frozen copy: nothing downstream can change what later requests get', async () => {
+    const { cache } = counting();
+    const src = source(async () => '1');
+    await cache.answer(src, services, 'acct', 'k', () => result(1));
+    const kept = await cache.answer(src, services, 'acct', 'k', () => result(2));
+    expect(() => {
+      (kept.data!.calls as Array<{ id: string }>)[0]!.id = 'changed';
+    }).toThrow(TypeError);
+  });
+
+  it('concurrent misses of one key and version share one execution', async () => {
+    const { outcomes, cache } = counting();
+    const src = source(async () => '1');
+    let executions = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const execute = async () => {
+      executions++;
+      await gate;
+      return result(executions);
+    };
+    const answers = Promise.all([1, 2, 3].map(() => cache.answer(src, services, 'acct', 'k', execute)));
+    await new Promise((r) => setTimeout(r, 10));
+    release();
+    expect(await answers).toEqual([result(1), result(1), result(1)]);
+    expect(executions).toBe(1);
+    expect(outcomes.sort()).toEqual(['joined', 'joined', 'miss']);
+  });
+
+  it('does not keep a result with errors', async () => {
+    const { outcomes, cache } = counting();
+    const src = source(async () => '1');
+    const failed: ExecutionResult = { data: null, errors: [] };
+    Object.assign(failed, { errors: [new Error('boom')] });
+    await cache.answer(src, services, 'acct', 'k', () => failed);
+    await cache.answer(src, services, 'acct', 'k', () => result(1));
+    expect(outcomes).toEqual(['miss', 'miss']);
+  });
+
+  it('executes as if nothing were kept when the version cannot be read', async () => {
+    const { outcomes, cache } = counting();
+    const src = source(() => Promise.reject(new Error('database down')));
+    expect(await cache.answer(src, services, 'acct', 'k', () => result(7))).toEqual(result(7));
+    expect(outcomes).toEqual([]);
+    expect(cache.size.entries).toBe(0);
+  });
+
+  it('answers a kept result without a promise when the version is at hand', async () => {
+    const { outcomes, cache } = counting();
+    const src: AnswerSource = { ...source(async () => '1'), version: () => '1' };
+    // The first request executes (a promise: concurrent misses share it); the next is served at once.
+    expect(cache.answer(src, services, 'acct', 'k', () => result(1))).toBeInstanceOf(Promise);
+    await new Promise((r) => setTimeout(r, 0));
+    const kept = cache.answer(src, services, 'acct', 'k', () => result(2));
+    expect(kept).not.toBeInstanceOf(Promise);
+    expect(kept).toEqual(result(1));
+    expect(outcomes).toEqual(['miss', 'hit']);
+  });
+
+  it('executes as if nothing were kept when reading the version throws at once', async () => {
+    const { outcomes, cache } = counting();
+    const src: AnswerSource = {
+      ...source(async () => '1'),
+      version: () => {
+        throw new Error('database down');
+      },
+    };
+    expect(await cache.answer(src, services, 'acct', 'k', () => result(7))).toEqual(result(7));
+    expect(outcomes).toEqual([]);
+    expect(cache.size.entries).toBe(0);
+  });
+
+  it('stays within its byte bound, dropping the least recently used first', async () => {
+    const one = JSON.stringify(result(1).data).length;
+    const cache = new AnswerCache(one * 2);
+    const src = source(async () => '1');
+    for (const k of ['a', 'b']) await cache.answer(src, services, 'acct', k, () => result(1));
+    await cache.answer(src, services, 'acct', 'a', () => result(9)); // a is now the most recent
+    await cache.answer(src, services, 'acct', 'c', () => result(3));
+    expect(cache.size).toEqual({ entries: 2, bytes: one * 2 });
+    // b was dropped: it executes again; a is still kept.
+    expect(await cache.answer(src, services, 'acct', 'b', () => result(2))).toEqual(result(2));
+    expect(await cache.answer(src, services, 'acct', 'c', () => result(8))).toEqual(result(3));
+  });
+});
+
+describe('jsonOf', () => {
+  it('writes what JSON.stringify writes, envelopes around kept parts included', () => {
+    const kept = Object.freeze({ calls: Object.freeze([Object.freeze({ id: '1', eta: null })]) });
+    const values: unknown[] = [
+      null,
+      undefined,
+      'text',
+      3,
+      [1, 'two', null],
+      { a: 1, skipped: undefined, fn: () => 1, nested: { b: [true] } },
+      { gone: { toJSON: () => undefined }, sym: Symbol('s'), kept: 'yes', 'quote"d': kept },
+      {},
+      { only: undefined },
+      { data: kept, extensions: { cost: { requested: 2, maximum: 10 } } },
+      { errors: [{ message: 'm' }], data: kept },
+      new Date('2026-11-25T00:00:00Z'),
+      Object.assign(Object.create(null) as object, { x: kept }),
+      kept,
+    ];
+    for (const value of values) expect(jsonOf(value)).toBe(JSON.stringify(value ?? null));
+  });
+
+  it('serializes a frozen value once, a fresh one every time', () => {
+    let calls = 0;
+    const counted = () => ({ toJSON: () => ++calls });
+    const frozen = Object.freeze(counted());
+    jsonOf({ data: frozen });
+    jsonOf({ data: frozen });
+    expect(calls).toBe(1);
+    const fresh = counted();
+    jsonOf({ data: fresh });
+    jsonOf({ data: fresh });
+    expect(calls).toBe(3);
+  });
+});

@@ -1,0 +1,237 @@
+import 'reflect-metadata';
+import {
+  execute,
+  parse,
+  type GraphQLFieldResolver,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+} from 'graphql';
+import {
+  Arg,
+  Args,
+  ArgsType,
+  buildSchemaSync,
+  Ctx,
+  Field,
+  FieldResolver,
+  InputType,
+  ObjectType,
+  Mutation,
+  Query,
+  Resolver,
+  Root,
+  UseMiddleware,
+} from 'type-graphql';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  bindFieldResolversSynchronously,
+  bindRootResolversSynchronously,
+  resolverContainer,
+} from '../../../src/gateway/pipeline/sync-resolvers.js';
+
+@InputType()
+class EchoInput {
+  @Field(() => String)
+  text!: string;
+}
+
+@ArgsType()
+class PageArgs {
+  @Field(() => Number, { nullable: true })
+  first: number = 20;
+}
+
+interface TestContext {
+  prefix: string;
+}
+
+@Resolver()
+class EchoResolver {
+  @Query(() => String)
+  echo(@Arg('text', () => String) text: string, @Ctx() ctx: TestContext): string {
+    return `${ctx.prefix}${text}`;
+  }
+
+  @Query(() => String, { nullable: true })
+  maybe(@Arg('text', () => String, { nullable: true }) text: string | null): string | null {
+    return text;
+  }
+
+  @Query(() => Boolean)
+  isShared(): boolean {
+    return this === resolverContainer.get(EchoResolver, undefined as never);
+  }
+
+  @Query(() => String)
+  boom(@Arg('text', () => String) text: string): string {
+    throw new Error(`boom ${text}`);
+  }
+
+  @Query(() => String)
+  inputKind(@Arg('input', () => EchoInput) input: EchoInput): string {
+    const { text } = input as { text: string };
+    return input instanceof EchoInput ? `instance:${text}` : `plain:${text}`;
+  }
+
+  @Query(() => Number)
+  page(@Args(() => PageArgs) args: PageArgs): number {
+    return args.first;
+  }
+
+  @Query(() => String)
+  @UseMiddleware(async (_data, next) => `mw:${String(await next())}`)
+  wrapped(@Arg('text', () => String) text: string): string {
+    return text;
+  }
+
+  @Mutation(() => String)
+  shout(@Arg('text', () => String) text: string): string {
+    return text.toUpperCase();
+  }
+}
+
+@ObjectType({ simpleResolvers: true })
+class Ship {
+  @Field(() => String)
+  name!: string;
+}
+
+/**
+ * What `tsc` emits for a decorated method (`design:paramtypes`), which type-graphql's `@Root()`
+ * reads to convert the root to its class; vitest's transform emits no such metadata. Written by a
+ * decorator on the last parameter, which runs before `@Root()` on the first.
+ */
+const paramTypes =
+  (...types: unknown[]): ParameterDecorator =>
+  (prototype, key) =>
+    Reflect.defineMetadata('design:paramtypes', types, prototype, key!);
+
+@Resolver(() => Ship)
+class ShipResolver {
+  @Query(() => [Ship])
+  ships(): Ship[] {
+    return [Object.assign(new Ship(), { name: 'Aurora' }), { name: 'Borealis' } as Ship];
+  }
+
+  @FieldResolver(() => String)
+  label(@Root() ship: Ship, @Ctx() @paramTypes(Ship, Object) ctx: TestContext): string {
+    return `${ctx.prefix}${ship.name}${ship instanceof Ship ? '' : ' (plain)'}`;
+  }
+
+  @FieldResolver(() => Boolean)
+  isShared(): boolean {
+    return this === resolverContainer.get(ShipResolver, undefined as never);
+  }
+
+  @FieldResolver(() => String)
+  @UseMiddleware(async (_data, next) => `mw:${String(await next())}`)
+  wrapped(@Root() @paramTypes(Ship) ship: Ship): string {
+    return ship.name;
+  }
+}
+
+type Resolve = GraphQLFieldResolver<unknown, TestContext, Record<string, unknown>>;
+
+let schema: GraphQLSchema;
+let rewritten: number;
+let rewrittenFields: number;
+
+beforeAll(() => {
+  schema = buildSchemaSync({
+    resolvers: [EchoResolver, ShipResolver],
+    validate: false,
+    container: resolverContainer,
+    emitSchemaFile: false,
+  });
+  rewritten = bindRootResolversSynchronously(schema, [EchoResolver]);
+  rewrittenFields = bindFieldResolversSynchronously(schema, [EchoResolver, ShipResolver]);
+});
+
+const ctx: TestContext = { prefix: '> ' };
+const resolveOf = (type: 'Query' | 'Mutation', field: string): Resolve =>
+  (type === 'Query' ? schema.getQueryType() : schema.getMutationType())!.getFields()[field]!
+    .resolve as Resolve;
+const call = (type: 'Query' | 'Mutation', field: string, args: Record<string, unknown>) =>
+  resolveOf(type, field)(undefined, args, ctx, undefined as never);
+
+describe('bindRootResolversSynchronously', () => {
+  it('answers scalar-argument fields without a promise, with the same value type-graphql gives', () => {
+    expect(call('Query', 'echo', { text: 'hi' })).toBe('> hi');
+    expect(call('Query', 'maybe', { text: null })).toBeNull();
+    expect(call('Query', 'maybe', {})).toBeUndefined();
+    expect(call('Mutation', 'shout', { text: 'quiet' })).toBe('QUIET');
+    expect(call('Query', 'isShared', {})).toBe(true);
+  });
+
+  it('rewrites only the fields whose every parameter it can bind', () => {
+    // echo, maybe, isShared, boom, inputKind, shout — not `page` (@Args) nor `wrapped` (middleware).
+    expect(rewritten).toBe(6);
+    expect(call('Query', 'page', { first: 3 })).toBeInstanceOf(Promise);
+    expect(call('Query', 'wrapped', { text: 'x' })).toBeInstanceOf(Promise);
+  });
+
+  it('hands object arguments to type-graphql, which makes input-class instances of them', async () => {
+    const answer = call('Query', 'inputKind', { input: { text: 'a' } });
+    expect(answer).toBeInstanceOf(Promise);
+    expect(await answer).toBe('instance:a');
+  });
+
+  it('keeps the schema answers identical through execution, errors included', async () => {
+    const result = await execute({
+      schema,
+      document: parse(
+        '{ echo(text: "a") maybe(text: null) isShared inputKind(input: { text: "b" }) page wrapped(text: "c") boom(text: "d") }',
+      ),
+      contextValue: ctx,
+    });
+    expect(result.data).toBeNull(); // boom is non-null: its error nulls the whole data object
+    expect(result.errors?.map((e) => [e.message, e.path])).toEqual([['boom d', ['boom']]]);
+    const ok = await execute({
+      schema,
+      document: parse(
+        '{ echo(text: "a") maybe(text: null) isShared inputKind(input: { text: "b" }) page wrapped(text: "c") }',
+      ),
+      contextValue: ctx,
+    });
+    expect(ok).toEqual({
+      data: { echo: '> a', maybe: null, isShared: true, inputKind: 'instance:b', page: 20, wrapped: 'mw:c' },
+    });
+  });
+});
+
+describe('bindFieldResolversSynchronously and simple resolvers', () => {
+  const shipField = () =>
+    (schema.getTypeMap().Ship as GraphQLObjectType).toConfig() as unknown as {
+      fields: Record<string, { resolve?: Resolve }>;
+    };
+
+  it('leaves plain properties of a simpleResolvers type to the executor: no resolver at all', () => {
+    expect(shipField().fields.name!.resolve).toBeUndefined();
+  });
+
+  it('rewrites the field resolvers it can bind, not the one with a middleware', () => {
+    expect(rewrittenFields).toBe(2); // label, isShared
+    const { fields } = shipField();
+    const ship = Object.assign(new Ship(), { name: 'Aurora' });
+    // type-graphql's own resolver for `wrapped` runs its middleware chain: a promise.
+    expect(fields.wrapped!.resolve!(ship, {}, ctx, undefined as never)).toBeInstanceOf(Promise);
+    expect(fields.label!.resolve!(ship, {}, ctx, undefined as never)).toBe('> Aurora');
+  });
+
+  it('answers as type-graphql does, a root that is not yet an instance converted by type-graphql', async () => {
+    const result = await execute({
+      schema,
+      document: parse('{ ships { name label isShared wrapped } }'),
+      contextValue: ctx,
+    });
+    expect(result).toEqual({
+      data: {
+        ships: [
+          { name: 'Aurora', label: '> Aurora', isShared: true, wrapped: 'mw:Aurora' },
+          // type-graphql's convertToType made a Ship of the plain object before `label` saw it.
+          { name: 'Borealis', label: '> Borealis', isShared: true, wrapped: 'mw:Borealis' },
+        ],
+      },
+    });
+  });
+});
