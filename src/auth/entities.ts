@@ -167,7 +167,7 @@ export interface SealedJwk {
 /**
  * An ES256 signing key. The private JWK lives in the database, sealed with the secret box, so
  * every process (and the CLI) signs with the same key without a key-management service; see
- * README for the trade-off.
+ * src/auth/README.md for the trade-off.
  */
 @Entity({ tableName: 'oauth_signing_keys' })
 export class SigningKey {

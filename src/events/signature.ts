@@ -22,7 +22,7 @@ function hmacHex(secret: string, data: string): string {
 }
 
 /**
- * What a receiver does (the README shows the same code): recompute the HMAC over the raw body,
+ * What a receiver does (src/events/README.md shows the same code): recompute the HMAC over the raw body,
  * accept the request when any `v1` matches (compared in constant time), and refuse timestamps
  * outside the replay window.
  */

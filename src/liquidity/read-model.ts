@@ -22,7 +22,7 @@ import { indices, INDEX_NAMES, type BacktestPair, type IndexCode } from './engin
  * `Published` snapshot and swapped at once when it changes. A read holds one snapshot for its whole
  * answer and so never sees half of an ingest.
  *
- * Staying current (README "Liquidity read model"):
+ * Staying current (src/liquidity/README.md, "Read model"):
  * - a write in this process announces itself after commit (src/db/versions.ts); the next read waits
  *   for the rebuild, so a client reads its own write;
  * - a write in another gateway reaches this one through the event bus (LIQUIDITY_CHANGED);

@@ -20,7 +20,7 @@ import { HOURS, mean, quantile, round, sortNumbers, stdev } from './stats.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
 /*
- * Predictions are empirical, from the account's own history; see README "Predictions method".
+ * Predictions are empirical, from the account's own history; see src/port-ops/README.md, "Predictions".
  * Every number comes with its spread (p10/p50/p90), the sample it came from, and the error the
  * same method made, from the same kind of anchor, on the last 90 days when trained on what
  * came before.

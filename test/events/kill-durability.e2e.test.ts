@@ -16,7 +16,7 @@ import { startGatewayProcess, type GatewayProcess } from './process.js';
  * deliveries are in flight and while an ingest is running, then restarted on the same database.
  * A real receiver counts what arrives. Every event the database holds for a subscribed type must
  * arrive at least once; duplicates (deliveries that reached the receiver but whose outcome died
- * with the process) are counted and reported (README "Webhook durability").
+ * with the process) are counted and reported (src/events/README.md, "Durability").
  */
 
 const PORT_CALLS = 30;

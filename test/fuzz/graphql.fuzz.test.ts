@@ -23,7 +23,7 @@ import { goodValue, inputArbitrary, inputFieldNames } from './inputs.js';
  * error", a refused mutation writes nothing, and a BAD_USER_INPUT names the field.
  */
 
-/** Generated operations per mutation per dialect (the README quotes RUNS_PER_MUTATION × mutations). */
+/** Generated operations per mutation per dialect (src/kernel/README.md quotes RUNS_PER_MUTATION × mutations). */
 export const RUNS_PER_MUTATION = 12;
 
 const MUTATIONS = Object.values(gatewaySchema().getMutationType()!.getFields());

@@ -37,7 +37,7 @@ import { inputArbitrary, inputFieldNames } from './inputs.js';
  * never a 5xx; a refusal writes nothing; a 400 names the field it refuses.
  */
 
-/** Generated requests per route per dialect (the README quotes RUNS_PER_ROUTE × routes). */
+/** Generated requests per route per dialect (src/kernel/README.md quotes RUNS_PER_ROUTE × routes). */
 export const RUNS_PER_ROUTE = 8;
 
 /** The hand-written routes (they stream), described like shims so they are fuzzed the same way. */

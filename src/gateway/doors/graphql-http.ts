@@ -24,7 +24,7 @@ import type { Answer, Operations, Prepared } from '../pipeline/operation.js';
  *
  * Both serialize the same way (Apollo's field order and trailing newline), so the door never
  * shows in an answer. The thin door exists because it is measured several times faster than
- * Apollo's per-request pipeline for the same work (README → Performance).
+ * Apollo's per-request pipeline for the same work (test/bench/README.md: the plain Apollo Server anchor).
  */
 
 interface HttpContext {

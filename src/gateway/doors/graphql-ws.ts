@@ -286,7 +286,7 @@ export function registerGraphQLWs(
         connections.set(socket, state);
         return true;
       },
-      // In-band refresh (README → Subscriptions): the pong graphql-ws sends after this resolves is
+      // In-band refresh (src/gateway/README.md, "The doors"): the pong graphql-ws sends after this resolves is
       // the acknowledgement; a refused credential closes the connection like a revoked one.
       onPing: async (ctx, payload) => {
         const secret = refreshSecretOf(payload);

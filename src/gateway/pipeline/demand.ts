@@ -30,7 +30,7 @@ import {
  * selection depth, and a maximum estimated cost (IBM GraphQL cost-directive style).
  *
  * A field costs its `@cost(weight:)` (1 by default; the computing fields carry weights measured
- * on the demo dataset, see README "Demand control") plus what it selects times its list size:
+ * on the demo dataset, see src/gateway/README.md "Demand control") plus what it selects times its list size:
  * - `@listSize(slicingArguments:)`: the first of those arguments the operation gives; one given by
  *   a variable counts as its value when the variables are known, else as the largest page (100);
  *   none given counts as `assumedSize`, or the default page (20);

@@ -94,7 +94,7 @@ export function Authenticated(): MethodDecorator & ClassDecorator & PropertyDeco
   return Directive('@authenticated');
 }
 
-/** The measured price of resolving a field once, in cost units (see README "Demand control"). */
+/** The measured price of resolving a field once, in cost units (see src/gateway/README.md, "Demand control"). */
 export function Cost(weight: number): MethodDecorator & ClassDecorator & PropertyDecorator {
   if (!Number.isInteger(weight) || weight < 0)
     throw new Error(`@Cost: ${weight} is not a non-negative integer`);
