@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { User } from '../accounts/entities.js';
 import { newSecret, sha256Hex } from '../kernel/crypto.js';
-import { SCOPES, type Scope } from '../kernel/scopes.js';
+import { IDENTITY_SCOPES, scopeDescription, type GrantScope } from '../kernel/scopes.js';
 import { redirectUriMatches } from './clients.js';
 import { AuthorizationCode, OAuthClient } from './entities.js';
 import { singleValued, type Form } from './form.js';
@@ -21,6 +21,7 @@ const PARAMS = [
   'state',
   'code_challenge',
   'code_challenge_method',
+  'nonce',
 ] as const;
 
 interface AuthorizationRequest {
@@ -28,7 +29,7 @@ interface AuthorizationRequest {
   client?: OAuthClient;
   /** Set once verified: from then on errors go back to the client instead of onto an error page. */
   redirectUri?: string;
-  scopes: Scope[];
+  scopes: GrantScope[];
 }
 
 type Check = (request: AuthorizationRequest, runtime: AuthRuntime, user?: User) => void | Promise<void>;
@@ -74,7 +75,21 @@ const checkGrantEnabled: Check = (r) => {
 
 const checkScope: Check = (r) => {
   if (!r.form.scope?.trim()) throw invalidScope('scope is required');
-  r.scopes = requestedScopes(r.form.scope, r.client!.scopes, "the application's allowed scopes");
+  // Identity scopes need no registration: the user decides on the consent page what to reveal.
+  r.scopes = requestedScopes(
+    r.form.scope,
+    [...Object.keys(IDENTITY_SCOPES), ...r.client!.scopes],
+    "the application's allowed scopes",
+  );
+};
+
+/** OpenID Connect's nonce goes back unchanged in the ID token; bounded because it is stored with the code. */
+const NONCE_MAX_LENGTH = 255;
+
+const checkNonce: Check = (r) => {
+  if (r.form.nonce !== undefined && (r.form.nonce === '' || r.form.nonce.length > NONCE_MAX_LENGTH)) {
+    throw invalidRequest(`nonce must be 1-${NONCE_MAX_LENGTH} characters`);
+  }
 };
 
 /** RFC 7636 with S256 only: `plain` (and the implicit plain of a missing method) is refused. */
@@ -100,6 +115,7 @@ const CHECKS: Check[] = [
   checkGrantEnabled,
   checkScope,
   checkPkce,
+  checkNonce,
   checkUserMayGrant,
 ];
 
@@ -234,7 +250,7 @@ export async function authorizeDecision(
     });
     return;
   }
-  const code = await issueCode(runtime, authz, signedIn.user);
+  const code = await issueCode(runtime, authz, signedIn);
   redirectWith(reply, runtime, authz.redirectUri!, { code, state });
 }
 
@@ -242,7 +258,12 @@ function pick(body: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(PARAMS.filter((p) => body[p] !== undefined).map((p) => [p, body[p]]));
 }
 
-async function issueCode(runtime: AuthRuntime, authz: AuthorizationRequest, user: User): Promise<string> {
+async function issueCode(
+  runtime: AuthRuntime,
+  authz: AuthorizationRequest,
+  signedIn: SignedIn,
+): Promise<string> {
+  const { user, session } = signedIn;
   const code = newSecret('', 32);
   const now = runtime.services.clock.now();
   const em = runtime.em;
@@ -255,6 +276,9 @@ async function issueCode(runtime: AuthRuntime, authz: AuthorizationRequest, user
       redirectUri: authz.redirectUri!,
       scopes: authz.scopes,
       codeChallenge: authz.form.code_challenge!,
+      nonce: authz.form.nonce ?? null,
+      // The session began when the user typed their password: OpenID's auth_time.
+      authTime: session.createdAt,
       expiresAt: new Date(now.getTime() + AUTHORIZATION_CODE_TTL_MS),
       usedAt: null,
       createdAt: now,
@@ -278,7 +302,7 @@ function consentPage(reply: FastifyReply, authz: AuthorizationRequest, signedIn:
         for:
       </p>
       <ul class="scopes">
-        ${authz.scopes.map((s) => html`<li data-scope="${s}"><code>${s}</code> — ${SCOPES[s]}</li>`)}
+        ${authz.scopes.map((s) => html`<li data-scope="${s}"><code>${s}</code> — ${scopeDescription(s)}</li>`)}
       </ul>
       <p class="muted">After approval you are sent back to <code>${authz.redirectUri}</code>.</p>
       <form method="post" action="/oauth/authorize">

@@ -1,11 +1,28 @@
-import { ALL_SCOPES } from '../kernel/scopes.js';
+import { GRANT_SCOPES } from '../kernel/scopes.js';
 import { GRANT_TYPES } from './clients.js';
 import { SIGNING_ALG } from './keys.js';
 import type { AuthRuntime } from './runtime.js';
 
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'];
 
-/** RFC 8414 metadata; served at both well-known paths. */
+/** What an ID token or userinfo may carry (userinfo's by the granted scopes). */
+const CLAIMS_SUPPORTED = [
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'iat',
+  'auth_time',
+  'nonce',
+  'at_hash',
+  'name',
+  'email',
+  'email_verified',
+  'account_id',
+  'plan',
+];
+
+/** RFC 8414 and OpenID Connect Discovery metadata; served at both well-known paths. */
 export function discoveryDocument(issuer: string): Record<string, unknown> {
   return {
     issuer,
@@ -15,7 +32,7 @@ export function discoveryDocument(issuer: string): Record<string, unknown> {
     introspection_endpoint: `${issuer}/oauth/introspect`,
     userinfo_endpoint: `${issuer}/oauth/userinfo`,
     jwks_uri: `${issuer}/.well-known/jwks.json`,
-    scopes_supported: ALL_SCOPES,
+    scopes_supported: GRANT_SCOPES,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: [...GRANT_TYPES],
@@ -25,9 +42,13 @@ export function discoveryDocument(issuer: string): Record<string, unknown> {
     revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     authorization_response_iss_parameter_supported: true,
-    // Required by OpenID discovery for the document to parse; no ID token is ever issued.
+    // OpenID Connect Discovery 1.0: ID tokens from the code flow, `sub` = the user's id everywhere.
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [SIGNING_ALG],
+    claims_supported: CLAIMS_SUPPORTED,
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
     service_documentation: `${issuer}/console`,
   };
 }

@@ -70,6 +70,14 @@ export class AuthorizationCode {
   @Property({ type: 'string', length: 128 })
   codeChallenge!: string;
 
+  /** OpenID Connect: the client's nonce, echoed in the ID token. */
+  @Property({ type: 'string', length: 255, nullable: true })
+  nonce?: string | null;
+
+  /** OpenID Connect: when the user signed in (their session's start), the ID token's auth_time. */
+  @Property({ type: DateTimeType, nullable: true })
+  authTime?: Date | null;
+
   @Property({ type: DateTimeType })
   expiresAt!: Date;
 

@@ -39,9 +39,9 @@ export async function introspectEndpoint(
     const refresh = await findRefreshToken(runtime.em, token);
     if (!refresh || !mayIntrospect(caller, refresh)) return INACTIVE;
     if (refresh.usedAt || refresh.revokedAt || refresh.expiresAt.getTime() <= now) return INACTIVE;
+    // RFC 7662 §2.2: token_type is an access token's type (RFC 6749 §7.1); a refresh token has none.
     return {
       active: true,
-      token_type: 'refresh_token',
       scope: refresh.scopes.join(' '),
       client_id: refresh.clientId,
       sub: refresh.userId,

@@ -82,6 +82,7 @@ export const oauthOpenApi: DescribedRoute[] = [
             expires_in: { type: 'integer' },
             refresh_token: { type: 'string' },
             scope: { type: 'string' },
+            id_token: str('OpenID Connect ID token (ES256 JWT), when the code grant holds openid'),
           },
         }),
         ...errors,
@@ -98,11 +99,12 @@ export const oauthOpenApi: DescribedRoute[] = [
       parameters: [
         ['response_type', true, 'code'],
         ['client_id', true, ''],
-        ['redirect_uri', false, 'Required when the client registered several'],
-        ['scope', false, 'Space-separated'],
+        ['redirect_uri', true, 'Exactly as registered (on 127.0.0.1 or [::1], any port)'],
+        ['scope', true, 'Space-separated: API scopes, and openid, profile, email to sign the user in'],
         ['state', false, 'Returned unchanged'],
         ['code_challenge', true, 'PKCE S256 challenge'],
         ['code_challenge_method', true, 'S256'],
+        ['nonce', false, 'OpenID Connect: echoed in the ID token'],
       ].map(([name, required, description]) => ({
         name,
         in: 'query',
@@ -179,15 +181,16 @@ export const oauthOpenApi: DescribedRoute[] = [
     path: '/oauth/userinfo',
     operation: {
       operationId: 'oauthUserinfo',
-      summary: 'The signed-in user of a user token',
+      summary: 'The signed-in user of a user token (OpenID Connect UserInfo)',
       responses: {
-        '200': json('The user', {
+        '200': json('The user: name with the profile scope, email and email_verified with email', {
           type: 'object',
-          required: ['sub'],
+          required: ['sub', 'account_id', 'plan'],
           properties: {
             sub: { type: 'string' },
-            email: { type: 'string' },
             name: { type: 'string' },
+            email: { type: 'string' },
+            email_verified: { type: 'boolean' },
             account_id: { type: 'string' },
             plan: { type: 'string' },
           },
@@ -205,7 +208,7 @@ export const oauthOpenApi: DescribedRoute[] = [
         operationId: path.endsWith('openid-configuration')
           ? 'openidConfiguration'
           : 'authorizationServerMetadata',
-        summary: 'Authorization server metadata (RFC 8414)',
+        summary: 'Authorization server metadata (RFC 8414, OpenID Connect Discovery)',
         responses: {
           '200': json('Metadata', {
             ...metadata,
@@ -226,7 +229,7 @@ export const oauthOpenApi: DescribedRoute[] = [
     path: '/.well-known/jwks.json',
     operation: {
       operationId: 'jwks',
-      summary: 'The public keys that verify access tokens',
+      summary: 'The public keys that verify access and ID tokens',
       responses: {
         '200': json('JWK set', {
           type: 'object',

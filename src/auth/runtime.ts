@@ -4,6 +4,7 @@ import { Account } from '../accounts/entities.js';
 import type { AppServices } from '../gateway/schema/context.js';
 import type { TokenVerifier } from '../gateway/doors/credentials.js';
 import type { Principal } from '../kernel/principal.js';
+import { isIdentityScope } from '../kernel/scopes.js';
 import { AccessTokenRecord, AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
 import { KeyStore, SIGNING_ALG } from './keys.js';
 import type { CounterStore } from '../kernel/counters.js';
@@ -221,7 +222,8 @@ export class AuthRuntime implements TokenVerifier {
     return {
       accountId: token.accountId,
       plan: account.plan,
-      scopes: new Set(token.scopes),
+      // Identity scopes (openid, profile, email) govern userinfo, not the API.
+      scopes: new Set(token.scopes.filter((s) => !isIdentityScope(s))),
       credential: { kind: 'oauth_token', id: token.jti, expiresAt: new Date(token.exp * 1000) },
       ...(token.userId ? { userId: token.userId } : {}),
       clientId: token.clientId,

@@ -2,7 +2,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
 import { constantTimeEqual } from '../kernel/crypto.js';
-import { ALL_SCOPES, normalizeScope, type Scope } from '../kernel/scopes.js';
+import {
+  GRANT_SCOPES,
+  IDENTITY_SCOPES,
+  isIdentityScope,
+  normalizeGrantScope,
+  type GrantScope,
+} from '../kernel/scopes.js';
 import { authenticateCaller } from './client-auth.js';
 import { GRANT_TYPES, type GrantType } from './clients.js';
 import { AuthorizationCode, RefreshToken, type OAuthClient } from './entities.js';
@@ -13,6 +19,7 @@ import {
   findCode,
   findRefreshToken,
   issueAccessToken,
+  issueIdToken,
   issueRefreshToken,
   revokeCodeDescendants,
   revokeFamily,
@@ -61,6 +68,8 @@ const GRANTS: Record<
   client_credentials: clientCredentialsGrant,
 };
 
+const IDENTITY = Object.keys(IDENTITY_SCOPES);
+
 /** RFC 7636 §4.1: 43–128 unreserved characters. */
 const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
@@ -97,7 +106,16 @@ async function authorizationCodeGrant(
   };
   const issued = await runtime.em.transactional(async (tx) => {
     if (!(await claim(tx, AuthorizationCode, code.id, runtime))) return null;
-    return issue(tx, runtime, grant, client.grantTypes.includes('refresh_token'));
+    const response = await issue(tx, runtime, grant, client.grantTypes.includes('refresh_token'));
+    if (!code.scopes.includes('openid')) return response;
+    const signIn = {
+      clientId: client.clientId,
+      userId: code.userId,
+      authTime: code.authTime ?? null,
+      nonce: code.nonce ?? null,
+      accessToken: response.access_token,
+    };
+    return { ...response, id_token: await issueIdToken(tx, runtime.issuer, signIn) };
   });
   // Lost a race with a concurrent exchange of the same code: that is reuse too.
   return issued ?? rejectCodeReuse(runtime, code);
@@ -164,22 +182,28 @@ async function clientCredentialsGrant(
   const scopes =
     form.scope === undefined
       ? client.scopes
-      : requestedScopes(form.scope, client.scopes, "the client's allowed scopes");
+      : requestedScopes(form.scope, [...client.scopes, ...IDENTITY], "the client's allowed scopes");
+  const identity = scopes.filter(isIdentityScope);
+  if (identity.length > 0)
+    throw invalidScope(`${identity.join(', ')} describe a signed-in user; client_credentials has none`);
   return runtime.em.transactional((tx) =>
     issue(tx, runtime, { client, userId: null, accountId: client.accountId, scopes }, false),
   );
 }
 
-/** Canonical names of a requested scope string that must stay within `allowed`. */
-export function requestedScopes(raw: string, allowed: readonly string[], allowedName: string): Scope[] {
+/**
+ * Canonical names of a requested scope string that must stay within `allowed`. Identity scopes
+ * (`openid`, `profile`, `email`) are known here but allowed only where `allowed` holds them.
+ */
+export function requestedScopes(raw: string, allowed: readonly string[], allowedName: string): GrantScope[] {
   const tokens = raw.split(' ').filter(Boolean);
   if (tokens.length === 0) throw invalidScope('scope must name at least one scope');
-  const unknown = tokens.filter((t) => normalizeScope(t) === undefined);
+  const unknown = tokens.filter((t) => normalizeGrantScope(t) === undefined);
   if (unknown.length > 0) throw invalidScope(`unknown scope: ${unknown.join(', ')}`);
-  const wanted = new Set(tokens.map((t) => normalizeScope(t)!));
+  const wanted = new Set(tokens.map((t) => normalizeGrantScope(t)!));
   const beyond = [...wanted].filter((s) => !allowed.includes(s));
   if (beyond.length > 0) throw invalidScope(`scope exceeds ${allowedName}: ${beyond.join(', ')}`);
-  return ALL_SCOPES.filter((s) => wanted.has(s));
+  return GRANT_SCOPES.filter((s) => wanted.has(s));
 }
 
 /** Marks a code or refresh token used, atomically: only one concurrent exchange can win. */

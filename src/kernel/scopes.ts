@@ -36,6 +36,35 @@ export const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
 /** Every scope except `admin`: what a new API key gets when no scopes are named. */
 export const DEFAULT_KEY_SCOPES: Scope[] = ALL_SCOPES.filter((s) => s !== 'admin');
 
+/**
+ * OpenID Connect identity scopes. They say what an application may learn about the user who
+ * signs in (an ID token, and the userinfo claims), not what it may do with the API: a client asks
+ * for them at /oauth/authorize and the user grants them on the consent page, but they are never
+ * registered on a client or an API key, never allowed without a user (client_credentials), and
+ * never reach the gateway's scope checks.
+ */
+export const IDENTITY_SCOPES = {
+  openid: 'Sign in with your tidegate identity (an ID token naming your user id)',
+  profile: 'See your name',
+  email: 'See your email address',
+} as const;
+
+export type IdentityScope = keyof typeof IDENTITY_SCOPES;
+
+/** What an authorization grant may hold: identity scopes first (OpenID order), then API scopes. */
+export type GrantScope = IdentityScope | Scope;
+
+export const GRANT_SCOPES = [...(Object.keys(IDENTITY_SCOPES) as IdentityScope[]), ...ALL_SCOPES];
+
+export function isIdentityScope(value: string): value is IdentityScope {
+  return Object.prototype.hasOwnProperty.call(IDENTITY_SCOPES, value);
+}
+
+/** The consent page's line for a granted scope. */
+export function scopeDescription(scope: GrantScope): string {
+  return isIdentityScope(scope) ? IDENTITY_SCOPES[scope] : SCOPES[scope];
+}
+
 export function isScope(value: string): value is Scope {
   return Object.prototype.hasOwnProperty.call(SCOPES, value);
 }
@@ -52,6 +81,12 @@ export function normalizeScope(raw: string): Scope | undefined {
   const [first, second] = parts as [string, string];
   const swapped = `${second.replace(/-/g, '_')}:${first.replace(/-/g, '_')}`;
   return isScope(swapped) ? swapped : undefined;
+}
+
+/** An API scope (either spelling, canonical answer) or an identity scope; undefined when unknown. */
+export function normalizeGrantScope(raw: string): GrantScope | undefined {
+  const value = raw.trim();
+  return isIdentityScope(value) ? value : normalizeScope(value);
 }
 
 /**

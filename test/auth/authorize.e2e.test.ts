@@ -180,11 +180,15 @@ describe('GET /oauth/authorize, sign-in and consent', () => {
       /read:invoices/,
     );
     await expectRedirectError({ ...base, scope: 'read:everything' }, 'invalid_scope', /unknown scope/);
-    // Not an OpenID provider: openid is an unknown scope, never an ID token.
     await expectRedirectError(
-      { ...base, scope: 'openid read:vessels' },
+      { ...base, scope: 'openid address read:vessels' },
       'invalid_scope',
-      /unknown scope: openid/,
+      /unknown scope: address/,
+    );
+    await expectRedirectError(
+      { ...base, scope: 'openid', nonce: 'n'.repeat(256) },
+      'invalid_request',
+      /nonce must be 1-255 characters/,
     );
     await expectRedirectError({ ...base, scope: '' }, 'invalid_scope', /scope is required/);
     const { code_challenge: _c, ...noChallenge } = base;

@@ -63,8 +63,15 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
     });
     expect(oidc.scopes_supported).toContain('read:port_calls');
     expect(oidc.scopes_supported).toContain('admin');
-    expect(oidc.scopes_supported).not.toContain('openid');
-    expect(oidc.response_types_supported).not.toContain('id_token');
+    expect(oidc.scopes_supported.slice(0, 3)).toEqual(['openid', 'profile', 'email']);
+    expect(oidc).toMatchObject({
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['ES256'],
+      response_types_supported: ['code'],
+    });
+    expect(oidc.claims_supported).toEqual(
+      expect.arrayContaining(['sub', 'auth_time', 'nonce', 'at_hash', 'name', 'email', 'email_verified']),
+    );
   });
 
   it('JWKS publishes the signing key; a rotated-in key is published at once, signs after the JWKS max-age, and the old one stays until its tokens expire', async () => {
@@ -264,7 +271,9 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
       account_id: user.accountId,
     });
     const refresh = await postForm(server, '/oauth/introspect', { token: tokens.refresh_token, ...auth() });
-    expect(refresh.body).toMatchObject({ active: true, token_type: 'refresh_token', sub: user.id });
+    expect(refresh.body).toMatchObject({ active: true, sub: user.id });
+    // token_type names an access token's type (RFC 7662 §2.2): a refresh token has none.
+    expect(refresh.body).not.toHaveProperty('token_type');
     // A resource server of the same account (another confidential client) may introspect it too.
     const sibling = await registerClient(server, clock, {
       accountId: user.accountId,
@@ -336,33 +345,59 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
     expect(noClient.body.error).toBe('invalid_client');
   });
 
-  it('userinfo: 401 with WWW-Authenticate invalid_token for missing, forged, revoked or machine tokens', async () => {
+  it('userinfo: the claims the granted scopes allow', async () => {
+    const claims = async (scope: string) => {
+      const { access_token } = await exchangeCode(server, user, client, { scope });
+      const res = await fetch(`${server.url}/oauth/userinfo`, {
+        headers: { authorization: `Bearer ${access_token}` },
+      });
+      expect(res.status).toBe(200);
+      return res.json();
+    };
+    const always = { sub: user.id, account_id: user.accountId, plan: 'ANALYST' };
+    expect(await claims('read:vessels')).toEqual(always);
+    expect(await claims('openid')).toEqual(always);
+    expect(await claims('openid profile')).toEqual({ ...always, name: 'Ana Lyst' });
+    expect(await claims('openid email read:vessels')).toEqual({
+      ...always,
+      email: user.email,
+      email_verified: false,
+    });
+    expect(await claims('openid profile email')).toEqual({
+      ...always,
+      name: 'Ana Lyst',
+      email: user.email,
+      email_verified: false,
+    });
+  });
+
+  it('userinfo without a token: a bare Bearer challenge, no error code (RFC 6750 §3.1)', async () => {
+    for (const init of [{}, { method: 'POST' }]) {
+      const res = await fetch(`${server.url}/oauth/userinfo`, init);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="tidegate"');
+      expect(((await res.json()) as Json).error).toBe('invalid_token');
+    }
+  });
+
+  it('userinfo: 401 with WWW-Authenticate invalid_token for malformed, forged, revoked or machine tokens', async () => {
     const tokens = await exchangeCode(server, user, client);
     const ok = await fetch(`${server.url}/oauth/userinfo`, {
       headers: { authorization: `Bearer ${tokens.access_token}` },
     });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toEqual({
-      sub: user.id,
-      email: user.email,
-      name: 'Ana Lyst',
-      account_id: user.accountId,
-      plan: 'ANALYST',
-    });
     const machine = (await tokenRequest(server, { grant_type: 'client_credentials', ...auth() })).body
       .access_token as string;
     await postForm(server, '/oauth/revoke', { token: tokens.access_token, ...auth() });
     const forged = `${tokens.access_token.slice(0, -4)}AAAA`;
     for (const header of [
-      undefined,
+      'Basic abc',
       'Bearer nonsense',
       `Bearer ${forged}`,
       `Bearer ${tokens.access_token}`,
       `Bearer ${machine}`,
     ]) {
-      const res = await fetch(`${server.url}/oauth/userinfo`, {
-        headers: header ? { authorization: header } : {},
-      });
+      const res = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: header } });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="tidegate", error="invalid_token"/);
       expect(((await res.json()) as Json).error).toBe('invalid_token');

@@ -15,6 +15,7 @@ import { Migration20261124000400PortOpsListIndexes } from './Migration2026112400
 import { Migration20261125000100EventTraceContext } from './Migration20261125000100EventTraceContext.js';
 import { Migration20261125000200PortOpsOrderIndexes } from './Migration20261125000200PortOpsOrderIndexes.js';
 import { Migration20261125000300PortOpsVersions } from './Migration20261125000300PortOpsVersions.js';
+import { Migration20261128000500OpenIdConnect } from './Migration20261128000500OpenIdConnect.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -37,4 +38,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261125000100EventTraceContext', class: Migration20261125000100EventTraceContext },
   { name: 'Migration20261125000200PortOpsOrderIndexes', class: Migration20261125000200PortOpsOrderIndexes },
   { name: 'Migration20261125000300PortOpsVersions', class: Migration20261125000300PortOpsVersions },
+  { name: 'Migration20261128000500OpenIdConnect', class: Migration20261128000500OpenIdConnect },
 ];
