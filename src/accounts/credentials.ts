@@ -109,6 +109,12 @@ export class AccountCredentials implements CredentialResolver {
     for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
   }
 
+  invalidateAccount(accountId: string): void {
+    for (const [hash, { principal }] of this.keyCache)
+      if (principal.accountId === accountId || principal.sandboxOf === accountId) this.keyCache.delete(hash);
+    for (const verifier of this.verifiers) verifier.forgetAccount(accountId);
+  }
+
   private noteUsed(keyId: string, at: Date): void {
     this.pendingLastUsed.set(keyId, at);
     if (!this.flushTimer) {

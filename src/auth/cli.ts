@@ -28,6 +28,34 @@ function clientJson(client: OAuthClient) {
  */
 export const authCommands: CliCommand[] = [
   {
+    name: 'accounts set-plan',
+    description:
+      'Move an account to another plan, audited; running servers apply it within WEBHOOK_POLL, open WebSocket connections included',
+    usage: 'ID OBSERVER|ANALYST|PROFESSIONAL|INSTITUTIONAL',
+    positionals: ['ID', 'PLAN'],
+    async run({ db, clock }, { positionals }) {
+      const [{ randomUUID }, { setAccountPlan }] = await Promise.all([
+        import('node:crypto'),
+        import('./plan-change.js'),
+      ]);
+      const change = await setAccountPlan(
+        { em: db.em(), clock, events: noLiveEvents },
+        { requestId: randomUUID(), credentialKind: 'cli' },
+        positionals[0]!,
+        positionals[1]!,
+      );
+      return {
+        json: {
+          account_id: change.accountId,
+          previous_plan: change.previousPlan,
+          plan: change.plan,
+          changed_at: change.changedAt.toISOString(),
+        },
+        text: `Account ${change.accountId}: ${change.previousPlan} → ${change.plan}`,
+      };
+    },
+  },
+  {
     name: 'clients create',
     description: 'Register an OAuth application; the client secret is printed once',
     usage:

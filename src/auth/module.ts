@@ -18,6 +18,7 @@ import { watchRevokedCredentials } from './revocations.js';
 import { tokenEndpoint } from './token-endpoint.js';
 import { userinfoEndpoint } from './userinfo-endpoint.js';
 import { oauthOpenApi } from './openapi.js';
+import { PlanChangeResolver } from './plan-change.js';
 
 const ASSETS: Record<string, { type: string; body: string }> = {
   'console.css': {
@@ -119,7 +120,7 @@ async function browserPages(app: FastifyInstance, runtime: AuthRuntime): Promise
 export const authModule: DomainModule = {
   name: 'auth',
   openApi: oauthOpenApi,
-  resolvers: [],
+  resolvers: [PlanChangeResolver],
   async start(services) {
     const { config, clock, logger } = services;
     const throttleStore = await openCounterStore({

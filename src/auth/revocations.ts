@@ -1,6 +1,6 @@
 import { ApiKey } from '../accounts/entities.js';
 import type { AppServices } from '../gateway/schema/context.js';
-import { CREDENTIAL_REVOKED } from '../kernel/events.js';
+import { ACCOUNT_CHANGED, CREDENTIAL_REVOKED } from '../kernel/events.js';
 import { AccessTokenRecord } from './entities.js';
 
 /**
@@ -9,7 +9,9 @@ import { AccessTokenRecord } from './entities.js';
  * delete`) — are noticed by every process with two cheap indexed queries per interval, and
  * announced on the local bus as `credential.revoked` so subscriptions opened with them end (4403)
  * and the credential cache forgets them. Revocations made through this process's HTTP endpoints are
- * announced at once as well; a second announcement is harmless. Returns the function that stops it.
+ * announced at once as well; a second announcement is harmless. A plan change (`account.changed`,
+ * from any process or relayed from the CLI) makes the cache forget the account's credentials.
+ * Returns the function that stops it.
  */
 export function watchRevokedCredentials(
   services: Pick<AppServices, 'bus' | 'clock' | 'config' | 'credentials' | 'db'>,
@@ -18,6 +20,8 @@ export function watchRevokedCredentials(
   const stopForgetting = bus.subscribe((event) => {
     if (event.type === CREDENTIAL_REVOKED) {
       credentials.invalidateKey(String((event.payload as { credentialId?: unknown }).credentialId));
+    } else if (event.type === ACCOUNT_CHANGED && event.accountId) {
+      credentials.invalidateAccount(event.accountId);
     }
   });
   let since = clock.now();

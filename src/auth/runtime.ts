@@ -152,6 +152,11 @@ export class AuthRuntime implements TokenVerifier {
     return (await this.verifyEntry(token))?.principal ?? null;
   }
 
+  forgetAccount(accountId: string): void {
+    for (const [token, entry] of this.cache)
+      if (entry.token.accountId === accountId) this.cache.delete(token);
+  }
+
   /** The token's claims, or null when it is malformed, forged, expired or revoked. */
   async verifyToken(token: string): Promise<VerifiedToken | null> {
     return (await this.verifyEntry(token))?.token ?? null;

@@ -39,6 +39,8 @@ export const WEBHOOK_TYPES: Record<WebhookDomain, readonly string[]> = {
 
 /** Internal: tells every process to drop a credential and end its subscriptions. Never a webhook. */
 export { CREDENTIAL_REVOKED } from '../kernel/events.js';
+/** Internal: tells every process to re-resolve an account's credentials (plan change). Never a webhook. */
+export { ACCOUNT_CHANGED } from '../kernel/events.js';
 
 export function webhookDomainOf(eventType: string): WebhookDomain | undefined {
   if ((LIQUIDITY_WEBHOOK_TYPES as readonly string[]).includes(eventType)) return WebhookDomain.LIQUIDITY;

@@ -1552,6 +1552,8 @@ export type Mutation = {
   deleteWebhookSubscription: WebhookEndpoint;
   /** Queues a delivery again now, with a fresh attempt budget and the same event id; its attempt log continues. */
   redeliverWebhookSubscription: WebhookDelivery;
+  /** Moves an account to another plan (admin), audited. Every door answers with the new plan at once, open WebSocket connections included: their operations the new plan no longer allows end with PLAN_REQUIRED. */
+  setAccountPlan: AccountPlanChange;
   /** Adds protocols and/or changes alert thresholds. */
   updateWatchlist: Watchlist;
   /** Removes a protocol from the watchlist. */
@@ -1654,6 +1656,12 @@ export type MutationDeleteWebhookSubscriptionArgs = {
 export type MutationRedeliverWebhookSubscriptionArgs = {
   endpointId?: InputMaybe<Scalars['ID']['input']>;
   deliveryId: Scalars['ID']['input'];
+};
+
+
+export type MutationSetAccountPlanArgs = {
+  plan: Plan;
+  accountId: Scalars['ID']['input'];
 };
 
 
@@ -1796,6 +1804,15 @@ export type WebhookEndpointPatch = {
   description?: InputMaybe<Scalars['String']['input']>;
   /** false pauses the endpoint (DISABLED; queued deliveries wait); true enables it. */
   active?: InputMaybe<Scalars['Boolean']['input']>;
+};
+
+/** A plan change, as recorded in the audit log. */
+export type AccountPlanChange = {
+  __typename?: 'AccountPlanChange';
+  accountId: Scalars['ID']['output'];
+  previousPlan: Plan;
+  plan: Plan;
+  changedAt: Scalars['DateTimeISO']['output'];
 };
 
 export type WatchlistInputType = {

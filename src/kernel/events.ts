@@ -46,3 +46,9 @@ export interface EventBus extends EventPublisher {
 
 /** Announced when an API key or access token stops working, so live subscriptions opened with it end. */
 export const CREDENTIAL_REVOKED = 'credential.revoked';
+
+/**
+ * Announced when what an account's credentials grant changes (its plan): every process forgets the
+ * account's cached credentials and re-checks the live connections opened with them.
+ */
+export const ACCOUNT_CHANGED = 'account.changed';

@@ -15,6 +15,8 @@ export interface TokenVerifier {
   handles(token: string): boolean;
   /** The principal, or null for an invalid, expired or revoked token (at once when cached). */
   verify(token: string): MaybePromise<Principal | null>;
+  /** Forgets what is cached about this account's tokens (its plan changed). */
+  forgetAccount(accountId: string): void;
 }
 
 type HeaderBag = Record<string, string | string[] | undefined>;
@@ -45,6 +47,11 @@ export interface CredentialResolver {
   addTokenVerifier(verifier: TokenVerifier): void;
   /** Forgets a cached key (called on revoke/rotate, here or — via the bus — elsewhere). */
   invalidateKey(keyId: string): void;
+  /**
+   * Forgets every cached credential of an account, and of the sandbox that acts with its plan
+   * (called when the plan changes, here or — via the bus — elsewhere).
+   */
+  invalidateAccount(accountId: string): void;
   /** Writes the batched last-used timestamps (on shutdown). */
   flushLastUsed(): Promise<void>;
 }

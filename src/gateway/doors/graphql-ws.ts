@@ -16,7 +16,7 @@ import type { Config } from '../../config.js';
 import { AppError, isAppError, statusOfCode } from '../../kernel/errors.js';
 import type { MaybePromise } from '../../kernel/maybe-async.js';
 import type { Principal } from '../../kernel/principal.js';
-import { CREDENTIAL_REVOKED, type DomainEvent } from '../../kernel/events.js';
+import { ACCOUNT_CHANGED, CREDENTIAL_REVOKED, type DomainEvent } from '../../kernel/events.js';
 import { checkAccess, type Requirements } from '../pipeline/access.js';
 import type { AppServices, AuditLog, GatewayContext } from '../schema/context.js';
 import type { CredentialResolver } from './credentials.js';
@@ -31,6 +31,8 @@ export const CLOSE_FORBIDDEN = 4403;
 interface ConnectionState {
   /** The connection's credential; an in-band refresh replaces it (same account and subject). */
   principal: Principal;
+  /** The secret it was resolved from, resolved again on an account change and every re-check. */
+  secret: string;
   requestId: string;
   ip: string;
   userAgent?: string;
@@ -38,6 +40,8 @@ interface ConnectionState {
   active: Map<string, Requirements | null>;
   /** Started operations whose audit record waits for the subscribe function's verdict. */
   starting: Map<string, { operation: string; startedAt: number }>;
+  /** The event streams of its running subscriptions, to end one its caller may no longer run. */
+  streams: Map<string, EventAnswers>;
   expiryTimer?: NodeJS.Timeout;
 }
 
@@ -119,6 +123,8 @@ class SharedAnswers {
  */
 class EventAnswers implements AsyncIterableIterator<FormattedExecutionResult> {
   private ended = false;
+  /** Set when the caller lost access: the one answer left to send. */
+  private final: GraphQLFormattedError[] | undefined;
 
   constructor(
     private readonly source: AsyncIterator<DomainEvent>,
@@ -126,13 +132,30 @@ class EventAnswers implements AsyncIterableIterator<FormattedExecutionResult> {
     private readonly format: (error: AppError) => GraphQLFormattedError[],
   ) {}
 
+  /** Ends the stream with one last answer carrying `errors`, even while it waits for an event. */
+  revoke(errors: GraphQLFormattedError[]): void {
+    if (this.ended || this.final) return;
+    this.final = errors;
+    void this.source.return?.();
+  }
+
+  private finalAnswer(): IteratorResult<FormattedExecutionResult> {
+    const errors = this.final ?? [];
+    this.final = undefined;
+    this.ended = true;
+    return { value: { errors }, done: false };
+  }
+
   next(): Promise<IteratorResult<FormattedExecutionResult>> {
+    if (this.final) return Promise.resolve(this.finalAnswer());
     if (this.ended) return Promise.resolve({ value: undefined, done: true });
     return this.source.next().then(
-      async (step): Promise<IteratorResult<FormattedExecutionResult>> =>
-        step.done
+      async (step): Promise<IteratorResult<FormattedExecutionResult>> => {
+        if (this.final) return this.finalAnswer();
+        return step.done
           ? { value: undefined, done: true }
-          : { value: (await this.answerTo(step.value)).body, done: false },
+          : { value: (await this.answerTo(step.value)).body, done: false };
+      },
       (error: unknown) => {
         if (!isAppError(error)) throw error;
         this.ended = true;
@@ -181,6 +204,8 @@ export function registerGraphQLWs(
   const connections = new Map<WebSocket, ConnectionState>();
   /** What each operation started on a socket was admitted as, by the context graphql-ws hands back. */
   const admittedBy = new WeakMap<GatewayContext, Admitted>();
+  /** Which connection and operation id each admitted context belongs to. */
+  const slotOf = new WeakMap<GatewayContext, { state: ConnectionState; id: string }>();
   const shared = new SharedAnswers(operations);
   /**
    * graphql-ws wants GraphQLError objects back from onSubscribe and serializes them itself; the
@@ -253,11 +278,10 @@ export function registerGraphQLWs(
           return operations.answerTo(source, admitted.context.meta).body as unknown as ExecutionResult;
         }
         const events = source as AsyncIterableIterator<DomainEvent>;
-        return new EventAnswers(
-          events,
-          (event) => shared.to(event, admitted),
-          formatError,
-        ) as unknown as AsyncIterableIterator<ExecutionResult>;
+        const stream = new EventAnswers(events, (event) => shared.to(event, admitted), formatError);
+        const slot = slotOf.get(admitted.context);
+        if (slot?.state.active.has(slot.id)) slot.state.streams.set(slot.id, stream);
+        return stream as unknown as AsyncIterableIterator<ExecutionResult>;
       },
       // Results come from the pipeline already formatted (see `execute` above): sent as they are.
       onNext: (_ctx, _id, _payload, _args, result) => result as unknown as FormattedExecutionResult,
@@ -269,17 +293,19 @@ export function registerGraphQLWs(
         // The client may have left while its credential was checked: onClose has run already, so
         // state kept now would never be removed.
         if (socket.readyState !== socket.OPEN) return false;
-        if (!principal) {
+        if (!principal || !secret) {
           socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized');
           return false;
         }
         const state: ConnectionState = {
           principal,
+          secret,
           requestId: requestIdOf(ctx.extra.request.headers['x-request-id']),
           ip: clientAddress(ctx.extra.request),
           userAgent: ctx.extra.request.headers['user-agent'],
           active: new Map(),
           starting: new Map(),
+          streams: new Map(),
         };
         expireAt(state, socket);
         ctx.extra.state = state;
@@ -299,11 +325,12 @@ export function registerGraphQLWs(
           principal &&
           sameSubject(principal, state.principal) &&
           [...state.active.values()].every((needs) => !needs || checkAccess(needs, principal).length === 0);
-        if (!allowed || !state || !principal) {
+        if (!allowed || !state || !principal || !secret) {
           socket.close(CLOSE_FORBIDDEN, 'Credential refresh refused');
           return;
         }
         state.principal = principal;
+        state.secret = secret;
         expireAt(state, socket);
       },
       onSubscribe: async (ctx, id, payload) => {
@@ -339,6 +366,7 @@ export function registerGraphQLWs(
         }
         state.starting.set(id, { operation: prepared.label, startedAt });
         admittedBy.set(admitted.context, admitted);
+        slotOf.set(admitted.context, { state, id });
         return {
           schema: operations.schema,
           document: prepared.document,
@@ -357,6 +385,7 @@ export function registerGraphQLWs(
       },
       onComplete: (ctx, id) => {
         ctx.extra.state?.active.delete(id);
+        ctx.extra.state?.streams.delete(id);
       },
       onClose: (ctx) => {
         const state = ctx.extra.state;
@@ -373,15 +402,70 @@ export function registerGraphQLWs(
       if (state.principal.credential.id === credentialId) socket.close(CLOSE_FORBIDDEN, 'Credential revoked');
     }
   };
-  // Revocations reach every process through the bus (OAuth revocation, API keys noticed by the key watch).
+
+  /**
+   * Applies what a credential grants now to the connections opened with it: a credential no longer
+   * valid closes them (4403); otherwise each takes the new principal, and each running subscription
+   * it no longer allows ends with one final error (PLAN_REQUIRED / FORBIDDEN) while the others go on.
+   */
+  const apply = (sockets: Array<[WebSocket, ConnectionState]>, principal: Principal | null) => {
+    for (const [socket, state] of sockets) {
+      if (socket.readyState !== socket.OPEN || connections.get(socket) !== state) continue;
+      if (!principal) {
+        socket.close(CLOSE_FORBIDDEN, 'Credential revoked');
+        continue;
+      }
+      state.principal = principal;
+      expireAt(state, socket);
+      for (const [id, stream] of state.streams) {
+        const needs = state.active.get(id);
+        const refused = needs ? checkAccess(needs, principal) : [];
+        if (refused.length > 0) stream.revoke(operations.format(refused.map(toGraphQLError)));
+      }
+    }
+  };
+  /**
+   * Resolves the credentials of the connections `which` selects again, once per distinct secret
+   * (thousands of sockets may share one key): from the credential cache, so a re-check costs a
+   * database lookup only when the cache has forgotten the credential.
+   */
+  const recheck = (which: (state: ConnectionState) => boolean) => {
+    const bySecret = new Map<string, Array<[WebSocket, ConnectionState]>>();
+    for (const entry of connections) {
+      if (!which(entry[1])) continue;
+      const group = bySecret.get(entry[1].secret);
+      if (group) group.push(entry);
+      else bySecret.set(entry[1].secret, [entry]);
+    }
+    for (const [secret, sockets] of bySecret) {
+      Promise.resolve(credentials.resolve(secret, sockets[0]![0])).then(
+        (principal) => apply(sockets, principal),
+        (e: unknown) => services.logger.warn({ err: e }, 'graphql-ws: credential re-check failed'),
+      );
+    }
+  };
+  // Revocations and plan changes reach every process through the bus (OAuth revocation, API keys
+  // noticed by the key watch, `account.changed` from set-plan). The re-check waits for the other
+  // listeners of the same event, the credential cache's eviction among them.
   const stopListening = services.bus.subscribe((event) => {
     if (event.type === CREDENTIAL_REVOKED)
       endCredential(String((event.payload as { credentialId?: unknown }).credentialId));
+    else if (event.type === ACCOUNT_CHANGED && event.accountId) {
+      const accountId = event.accountId;
+      setImmediate(() =>
+        recheck(({ principal }) => principal.accountId === accountId || principal.sandboxOf === accountId),
+      );
+    }
   });
+  // Without the bus (Redis down, a change written by hand), the cache's TTL still bounds how long a
+  // connection acts on an old state: every open connection is re-checked every half TTL.
+  const recheckTimer = setInterval(() => recheck(() => true), services.config.credentialCacheTtlMs / 2);
+  recheckTimer.unref();
 
   return {
     async close() {
       stopListening?.();
+      clearInterval(recheckTimer);
       await server.dispose();
     },
     endCredential,

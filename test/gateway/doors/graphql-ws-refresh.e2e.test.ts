@@ -1,50 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { commitEvents, eventually, tierChange } from '../../events/helpers.js';
-import { createKey, startTestServer, type Json, type TestServer } from '../../helpers/server.js';
-
-/** A raw graphql-transport-ws connection: every message kept, the close code when it closes. */
-class Connection {
-  readonly messages: Json[] = [];
-  closed?: { code: number; reason: string };
-  private constructor(private readonly socket: WebSocket) {
-    socket.on('message', (data) => this.messages.push(JSON.parse(String(data))));
-    socket.on('close', (code, reason) => (this.closed = { code, reason: String(reason) }));
-  }
-
-  static async open(url: string, apiKey: string): Promise<Connection> {
-    const socket = new WebSocket(url.replace('http', 'ws') + '/graphql', 'graphql-transport-ws');
-    const connection = new Connection(socket);
-    await new Promise((resolve) => socket.once('open', resolve));
-    connection.send({ type: 'connection_init', payload: { apiKey } });
-    await connection.until(() => connection.messages.some((m) => m.type === 'connection_ack'), 'the ack');
-    return connection;
-  }
-
-  send(message: Json): void {
-    this.socket.send(JSON.stringify(message));
-  }
-
-  count(type: string): number {
-    return this.messages.filter((m) => m.type === type).length;
-  }
-
-  /** Sends the refresh ping; resolves with 'pong' when acknowledged, or the close code. */
-  async refresh(secret: unknown): Promise<'pong' | number> {
-    const pongs = this.count('pong');
-    this.send({ type: 'ping', payload: { refresh: secret } });
-    await this.until(() => this.count('pong') > pongs || this.closed !== undefined, 'a pong or a close');
-    return this.closed ? this.closed.code : 'pong';
-  }
-
-  until(condition: () => boolean, what: string): Promise<void> {
-    return eventually(condition, () => `${what} (got ${JSON.stringify(this.messages)})`, 10_000);
-  }
-
-  close(): void {
-    this.socket.close();
-  }
-}
+import { commitEvents, tierChange } from '../../events/helpers.js';
+import { createKey, startTestServer, type TestServer } from '../../helpers/server.js';
+import { Connection } from './ws-connection.js';
 
 const TIERS = {
   id: 't',
