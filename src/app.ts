@@ -104,7 +104,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     bodyLimit: 1024 * 1024,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
-    frameworkErrors: frameworkRefusal, // wired by h15-hardening
+    frameworkErrors: frameworkRefusal,
   });
   await fastify.register(formbody);
   registerJsonBodyParser(fastify);
@@ -178,7 +178,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   registerErrorHandlers(fastify);
   registerEdge(fastify, credentials, audit, clock, { metrics, telemetry });
   const cors = config.corsOrigins.length > 0 ? registerCors(fastify, apiCors(config.corsOrigins)) : undefined;
-  await registerPlayground(fastify, services); // wired by h14-playground
+  await registerPlayground(fastify, services);
   registerMetricsRoute(fastify, metrics, config.metricsToken);
   registerOpenApiRoute(fastify, gatewayOpenApi(schema, policy, MODULES));
 
@@ -227,7 +227,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     },
     async close() {
       closing = true;
-      await drainConnections(fastify.server, config.shutdownDrainMs); // wired by h15-resilience
+      await drainConnections(fastify.server, config.shutdownDrainMs);
       await ws.close();
       // Apollo's drain plugin closes Fastify: no new connections, in-flight requests finish.
       await apollo.stop();

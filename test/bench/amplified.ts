@@ -8,7 +8,7 @@
  *      as many as GRAPHQL_MAX_COST admits) kept in flight back to back;
  *   3. refused: a 1,000-alias portCallPrediction query sent back to back, which demand control must
  *      refuse before execution.
- * Prints /healthz p50, p99 and max per phase, and what the heavy requests got. Target (issue 15):
+ * Prints /healthz p50, p99 and max per phase, and what the heavy requests got. Target:
  * p99 ≤ 50 ms in phase 2.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

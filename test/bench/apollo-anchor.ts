@@ -1,5 +1,5 @@
 /**
- * The anchor for the GraphQL pipeline (issue 12): a plain Apollo Server 5 with default settings,
+ * The anchor for the GraphQL pipeline: a plain Apollo Server 5 with default settings,
  * standalone, serving the gateway's schema (gatewaySchema()) from the bench database in its own
  * process. No access checks, rate limits or audit: what Apollo costs on its own for the same query.
  * `node --import tsx test/bench/apollo-anchor.ts PORT DATABASE_URL`.

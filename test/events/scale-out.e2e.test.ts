@@ -108,7 +108,7 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
         },
       );
       expect(ingested.body.errors, JSON.stringify(ingested.body)).toBeUndefined();
-      // The budget of the issue: one second from the commit on B (its response) to the frame on A.
+      // The budget: one second from the commit on B (its response) to the frame on A.
       const real = (d: Record<string, unknown>) => (d.tierChanged as { slug: string }).slug === protocol.slug;
       await sub.waitFor((s) => s.data.some(real), 1_000);
       const moved = sub.data.find(real)!.tierChanged as { previousTier: string; tier: string };

@@ -4,7 +4,7 @@ import { rowCounts } from '../fuzz/harness.js';
 import { gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 /**
- * The input rules, one case for each cause of a 5xx the fuzzer found (issue 15), on both
+ * The input rules, one case for each cause of a 5xx the fuzzer found, on both
  * databases: a 400 naming the field, and nothing written.
  */
 describeEachDialect('input rules: hostile values get a 400 naming the field and write nothing', (dialect) => {

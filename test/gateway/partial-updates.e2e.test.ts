@@ -5,7 +5,7 @@ import { createKey, gql, rest, startTestServer, type Json, type TestServer } fro
 /**
  * Every update path, REST and GraphQL, changes what the request names and nothing else: each
  * case reads the record, sends a change naming one field, reads it again and compares every
- * other field. (Watchlist add used to switch off the alert settings the request did not name.)
+ * other field, so an update can never switch off settings the request did not name.
  */
 
 /** Fields that move on every write by design. */

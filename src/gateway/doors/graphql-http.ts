@@ -175,8 +175,8 @@ export async function registerGraphQL(
     validationRules: services.validationRules,
     // The pipeline's LRU is the one document cache; Apollo only parses what reaches its door.
     documentStore: null,
-    parseOptions: { maxTokens: services.config.graphqlMaxTokens }, // wired by h15-resilience
-    persistedQueries: { cache: services.persisted.cache }, // wired by h16-ops
+    parseOptions: { maxTokens: services.config.graphqlMaxTokens },
+    persistedQueries: { cache: services.persisted.cache },
     includeStacktraceInErrorResponses: false,
     plugins: [
       fastifyApolloDrainPlugin(app),

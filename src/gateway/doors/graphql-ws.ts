@@ -75,7 +75,7 @@ export interface WsServer {
   /** Authenticated connections this server tracks (each one open). */
   readonly connectionCount: number;
   /** Subscriptions running on those connections. */
-  readonly subscriptionCount: number; // wired by h16-ops
+  readonly subscriptionCount: number;
 }
 
 /**
@@ -472,7 +472,7 @@ export function registerGraphQLWs(
     get connectionCount() {
       return connections.size;
     },
-    // wired by h16-ops: read on a metrics scrape only
+    // Counted when a metrics scrape asks, instead of kept up to date on every subscribe and complete.
     get subscriptionCount() {
       let count = 0;
       for (const state of connections.values()) count += state.active.size;

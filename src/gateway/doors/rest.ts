@@ -50,7 +50,7 @@ export function loadOperations(dir: string = REST_OPERATIONS_DIR): Map<string, D
   return operations;
 }
 
-// exported by h16-ops: trusted documents normalize operations the same way
+// Exported because trusted documents normalize operations the same way.
 export function usedFragments(
   op: OperationDefinitionNode,
   all: Map<string, FragmentDefinitionNode>,
@@ -145,7 +145,7 @@ function runRoute(
     reply.headers(a.headers);
     const first = a.body.errors?.[0];
     if (first) throw restError(first, p.route);
-    const body = shapeBody(pathGet(a.body.data, p.resultPath), p.route.shape); // wired by h15-hardening
+    const body = shapeBody(pathGet(a.body.data, p.resultPath), p.route.shape);
     if ((body === null || body === undefined) && p.route.notFound) {
       const { resource, param } = p.route.notFound;
       throw notFound(resource, String(variables[param] ?? ''));
@@ -165,7 +165,7 @@ function runRoute(
 function restError(error: GraphQLFormattedError, route: RestRoute): AppError {
   const { code, variable, path, ...details } = (error.extensions ?? {}) as Record<string, unknown>;
   if (typeof variable === 'string') details.field = httpFieldOf(route, variable, path);
-  // wired by h15-resilience: an outage met by a resolver still tells REST clients when to retry.
+  // An outage met by a resolver still tells REST clients when to retry.
   const retry: Record<string, string> =
     typeof details.retryAfterSeconds === 'number' ? { 'Retry-After': String(details.retryAfterSeconds) } : {};
   if (typeof code === 'string' && code in ERROR_CODES)
@@ -243,7 +243,7 @@ export function bindVariables(route: RestRoute, request: FastifyRequest): Record
     if (spec.from === 'query') raw = query[name];
     else if (spec.from === 'path') raw = params[name];
     else raw = spec.name ? (isObject(body) ? body[spec.name] : undefined) : body;
-    // '' in a query means "not given"; in a JSON body it is a value ("description": "" clears one). // wired by h15-hardening
+    // '' in a query means "not given"; in a JSON body it is a value ("description": "" clears one).
     if (raw === undefined || (raw === '' && spec.from !== 'body')) {
       if (spec.required)
         throw badInput(
@@ -274,7 +274,7 @@ function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
   switch (spec.type) {
     case 'string':
       if (typeof raw !== 'string') throw badInput(name, 'must be a string');
-      return spec.enum ? raw.trim().toUpperCase().replace(/[-\s]/g, '_') : raw; // wired by h15-hardening
+      return spec.enum ? raw.trim().toUpperCase().replace(/[-\s]/g, '_') : raw;
     case 'int':
     case 'float': {
       const value =
@@ -295,7 +295,7 @@ function coerce(name: string, spec: ParamSpec, raw: unknown): unknown {
       if (raw === false || raw === 'false' || raw === '0') return false;
       throw badInput(name, `must be true or false (got '${String(raw)}')`);
     case 'stringList': {
-      // A list of strings, not of lists or objects: `[["a"]]` is refused, not flattened. // wired by h15-hardening
+      // A list of strings, not of lists or objects: `[["a"]]` is refused, not flattened.
       if (Array.isArray(raw) && raw.some((v) => typeof v !== 'string'))
         throw badInput(name, 'must be a list of strings (got a nested list, object, number or null)');
       const items = (Array.isArray(raw) ? raw : [raw])

@@ -18,7 +18,7 @@ export function appErrorOf(error: unknown): AppError | undefined {
   let current: unknown = error;
   for (let i = 0; i < 5 && current; i++) {
     if (isAppError(current)) return current;
-    const outage = outageError(current); // wired by h15-resilience
+    const outage = outageError(current);
     if (outage) return outage;
     current = (current as { originalError?: unknown }).originalError;
   }

@@ -178,7 +178,7 @@ export class Operations {
     let document: DocumentNode;
     try {
       // Validating a 1,000-alias document blocks the event loop for ~0.2 s: refuse it while parsing.
-      document = parse(source, { maxTokens: this.services.config.graphqlMaxTokens }); // wired by h15-resilience
+      document = parse(source, { maxTokens: this.services.config.graphqlMaxTokens });
     } catch (e) {
       return this.reject(source, [parseFailure(e)]);
     }
@@ -243,7 +243,7 @@ export class Operations {
   admit(prepared: PreparedOperation, request: OperationRequest): MaybePromise<Admitted | Answer> {
     const meta = request.meta ?? { headers: {} };
     meta.operation = prepared.label;
-    // wired by h16-ops: TRUSTED_DOCUMENTS (a memoized lookup per prepared document)
+    // TRUSTED_DOCUMENTS: memoized per prepared document, so checking every request costs a lookup.
     const trusted = this.services.persisted.trusted;
     if (trusted && !trusted.allowsDocument(prepared.document, prepared.operationName))
       return this.refuse(untrustedDocument(), meta);
@@ -338,7 +338,6 @@ export class Operations {
   private executeOnce(admitted: Admitted, root: unknown, m: OperationMeta): MaybePromise<Answer> {
     let result: MaybePromise<ExecutionResult>;
     try {
-      // wired by h16-ops: the operation's trace span
       result = operationSpan(this.services.telemetry, admitted.prepared.label, () =>
         this.results(admitted, root),
       );

@@ -40,9 +40,9 @@ export interface AppServices {
   validationRules: ValidationRule[];
   /** Encryption at rest for secrets the service must read back, and the root of derived keys. */
   secrets: SecretBox;
-  metrics: Metrics; // wired by h16-ops
-  telemetry: Telemetry; // wired by h16-ops
-  persisted: PersistedOperations; // wired by h16-ops
+  metrics: Metrics;
+  telemetry: Telemetry;
+  persisted: PersistedOperations;
 }
 
 /** One audited call: who, what, how it ended. */
@@ -130,7 +130,7 @@ export class LoaderRegistry {
  * made on first use: operations served from caches never pay for them.
  */
 class RequestScope implements GatewayContext {
-  readonly deadline: Deadline; // wired by h15-resilience
+  readonly deadline: Deadline;
   private forked: EntityManager | undefined;
   private registry: LoaderRegistry | undefined;
 
@@ -140,7 +140,7 @@ class RequestScope implements GatewayContext {
     readonly principal: Principal | null,
     readonly meta: OperationMeta,
   ) {
-    this.deadline = new Deadline(services.config.graphqlDeadlineMs); // wired by h15-resilience
+    this.deadline = new Deadline(services.config.graphqlDeadlineMs);
   }
 
   get em(): EntityManager {

@@ -19,7 +19,7 @@ export interface DomainModule {
   /** The data whose query results may be kept between requests, and the fields that read only it. */
   answers?: AnswerSource;
   /** The OpenAPI operations of routes the shim table cannot describe (hand-written, OAuth). */
-  openApi?: DescribedRoute[]; // wired by h16-ops
+  openApi?: DescribedRoute[];
   /** Hand-written routes that need no running state (streaming: export, document upload/download). */
   http?: (app: FastifyInstance, services: AppServices, operations: Operations) => void | Promise<void>;
   /**
