@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { extname, join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { extname, join, relative, sep } from 'node:path';
 import cookie from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
@@ -110,7 +110,47 @@ function playgroundPage(reply: FastifyReply, bundle: PlaygroundBundle): FastifyR
   );
 }
 
-function landingPage(reply: FastifyReply): FastifyReply {
+/** One markdown file of the documentation: the README, or a reference page beside the code. */
+interface Doc {
+  /** Its path from the package root, with `/`: also its address under /readme/. */
+  readonly path: string;
+  /** Its first heading. */
+  readonly title: string;
+  readonly text: string;
+}
+
+/**
+ * The reference pages: every markdown file under src/ and test/ (each folder documents itself
+ * beside its code), read once at start, so a page added there is served and listed with no list
+ * to keep up to date.
+ */
+function referenceDocs(root: string): Doc[] {
+  const docs: Doc[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'node_modules' && entry.name !== 'generated') walk(path);
+      } else if (entry.name.endsWith('.md')) {
+        const text = readFileSync(path, 'utf8');
+        const title = /^# (.+)$/m.exec(text)?.[1] ?? entry.name;
+        docs.push({ path: relative(root, path).split(sep).join('/'), title, text });
+      }
+    }
+  };
+  for (const dir of ['src', 'test']) walk(join(root, dir));
+  return docs;
+}
+
+function docLinks(docs: readonly Doc[]): SafeHtml {
+  return html`<ul class="doc-links">
+    ${docs.map((doc) => html`<li><a href="/readme/${doc.path}">${doc.title}</a> <code>${doc.path}</code></li>`)}
+  </ul>`;
+}
+
+function landingPage(reply: FastifyReply, docs: readonly Doc[]): FastifyReply {
   return sendPage(
     reply,
     200,
@@ -127,7 +167,8 @@ function landingPage(reply: FastifyReply): FastifyReply {
           to generate a sandbox key in one click.
         </li>
         <li>
-          <a href="/readme" id="link-readme">Documentation</a>: the README (API, auth, limits, operations).
+          <a href="/readme" id="link-readme">Documentation</a>: the README (set-up, configuration, API,
+          operations), and the reference beside the code: ${docLinks(docs)}
         </li>
         <li><a href="/console" id="link-console">Console</a>: your API keys and OAuth applications.</li>
       </ul>
@@ -138,21 +179,28 @@ function landingPage(reply: FastifyReply): FastifyReply {
   );
 }
 
-/** The README as text in a page: enough to read it offline next to the playground. */
-function readmePage(reply: FastifyReply, readme: string): FastifyReply {
+/**
+ * A page of the documentation as text: enough to read it offline next to the playground. Every
+ * page lists the others, since the README links them by path.
+ */
+function docPage(reply: FastifyReply, doc: Doc, docs: readonly Doc[]): FastifyReply {
   return sendPage(
     reply,
     200,
-    'Documentation',
+    doc.title,
     html`<section class="card readme">
-      <pre id="readme">${readme}</pre>
+      <nav id="docs">
+        <a href="/readme">README</a>
+        ${docLinks(docs)}
+      </nav>
+      <pre id="readme">${doc.text}</pre>
     </section>`,
   );
 }
 
 /**
  * The self-hosted playground: the landing page (/), the IDE (/playground, and GET /graphql for
- * browsers), its assets, the README, and the sandbox-key endpoint it calls. Registered from
+ * browsers), its assets, the documentation (/readme), and the sandbox-key endpoint it calls. Registered from
  * app.ts after the edge, so the GET /graphql hook runs after credentials are resolved.
  */
 export async function registerPlayground(
@@ -168,11 +216,20 @@ export async function registerPlayground(
     playgroundPage(reply, bundle);
   });
 
-  const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const text = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const readme: Doc = { path: 'README.md', title: 'Documentation', text };
+  const docs = referenceDocs(PACKAGE_ROOT);
+  const byPath = new Map(docs.map((doc) => [doc.path, doc]));
   await app.register(async (scope) => {
     await scope.register(cookie);
-    scope.get('/', async (_request, reply) => landingPage(reply));
-    scope.get('/readme', async (_request, reply) => readmePage(reply, readme));
+    scope.get('/', async (_request, reply) => landingPage(reply, docs));
+    scope.get('/readme', async (_request, reply) => docPage(reply, readme, docs));
+    scope.get('/readme/*', async (request, reply) => {
+      const path = (request.params as { '*': string })['*'];
+      const doc = byPath.get(path);
+      if (!doc) throw new AppError('NOT_FOUND', `No documentation page '${path}'`);
+      return docPage(reply, doc, docs);
+    });
     scope.get('/playground', async (_request, reply) => playgroundPage(reply, bundle));
     scope.get('/playground/assets/:name', async (request, reply) => {
       const name = (request.params as { name: string }).name;

@@ -1,16 +1,32 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensurePlaygroundBuilt } from '../../src/playground/build.js';
 import { registerPlayground } from '../../src/playground/http.js';
+import { escapeHtml } from '../../src/auth/html.js';
+import { PACKAGE_ROOT } from '../../src/kernel/package-root.js';
 import type { Manifest } from '../../src/playground/assets.js';
 import { gql, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 /** What Chromium sends when the address bar navigates to a URL. */
 const BROWSER_ACCEPT =
   'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8';
+
+/** The reference the README links to, beside the code; /readme must list and serve each. */
+const REFERENCE_PAGES = [
+  'src/gateway/README.md',
+  'src/db/README.md',
+  'src/kernel/README.md',
+  'src/auth/README.md',
+  'src/events/README.md',
+  'src/port-ops/README.md',
+  'src/liquidity/README.md',
+  'src/liquidity/METHODOLOGY.md',
+  'src/client/README.md',
+  'test/bench/README.md',
+];
 
 describe('playground pages and GET /graphql content negotiation', () => {
   let server: TestServer;
@@ -124,6 +140,7 @@ describe('playground pages and GET /graphql content negotiation', () => {
     const page = await res.text();
     expect(page).toContain('href="/playground"');
     expect(page).toContain('href="/readme"');
+    expect(page).toContain('href="/readme/src/gateway/README.md"');
     expect(page).toContain('href="/console"');
   });
 
@@ -144,11 +161,34 @@ describe('playground pages and GET /graphql content negotiation', () => {
     }
   });
 
-  it('serves the README, escaped, at /readme', async () => {
+  it('serves the README, escaped, at /readme, with a link to every reference page beside the code', async () => {
     const res = await get('/readme');
     expect(res.status).toBe(200);
     const page = await res.text();
     expect(page).toContain('Playground and sandbox keys');
     expect(page).not.toMatch(/<pre id="readme">[^]*<script/);
+    const linked = [...page.matchAll(/href="\/readme\/([^"]+)"/g)].map((m) => m[1]);
+    for (const path of REFERENCE_PAGES) expect(linked).toContain(path);
+  });
+
+  it('serves each reference page, escaped, at /readme/<its path>', async () => {
+    for (const path of REFERENCE_PAGES) {
+      const res = await get(`/readme/${path}`);
+      expect(res.status, path).toBe(200);
+      const page = await res.text();
+      const source = readFileSync(join(PACKAGE_ROOT, path), 'utf8');
+      const heading = /^# (.+)$/m.exec(source)![1]!;
+      expect(page, path).toContain(`<title>${escapeHtml(heading)} · tidegate</title>`);
+      expect(page, path).toContain(escapeHtml(source.split('\n').slice(-2).join('\n')));
+      expect(page, path).toContain('href="/readme"');
+    }
+  });
+
+  it('answers 404 for any other path under /readme, files of the package included', async () => {
+    for (const path of ['src/nope/README.md', 'package.json', 'src/config.ts', 'README.md']) {
+      const res = await get(`/readme/${path}`);
+      expect(res.status, path).toBe(404);
+      expect(((await res.json()) as Json).error.code).toBe('NOT_FOUND');
+    }
   });
 });
