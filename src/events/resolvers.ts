@@ -54,7 +54,7 @@ export class WebhookEndpointInput {
 
   @Field(() => [String], {
     description:
-      'Event types to receive (see the README catalog for each domain). Each needs the read scope that protects its data.',
+      "Event types to receive (see src/events/README.md for each domain's catalog). Each needs the read scope that protects its data.",
   })
   eventTypes!: string[];
 

@@ -1088,7 +1088,7 @@ export type PortCallPrediction = {
   portCall: PortCall;
   method: Scalars['String']['output'];
   methodVersion: Scalars['String']['output'];
-  /** Group the quantiles came from: PORT_VESSEL_TYPE_SEASON, PORT_VESSEL_TYPE, PORT or GLOBAL (see README "Predictions method"). */
+  /** Group the quantiles came from: PORT_VESSEL_TYPE_SEASON, PORT_VESSEL_TYPE, PORT or GLOBAL (see src/port-ops/README.md, "Predictions"). */
   basis: Scalars['String']['output'];
   /** Departed calls the quantiles came from (after conditioning). */
   sampleSize: Scalars['Int']['output'];
@@ -1188,7 +1188,7 @@ export type ServiceOrder = {
   portCallId: Scalars['ID']['output'];
   vendorId: Scalars['ID']['output'];
   serviceType: ServiceType;
-  /** Service-specific details, validated per service type (see README). */
+  /** Service-specific details, validated per service type (see src/port-ops/README.md, "Service types and details"). */
   details: Scalars['JSONObject']['output'];
   status: ServiceOrderStatus;
   /** When the service is wanted; the on-time measure compares completion with it. */
@@ -1791,7 +1791,7 @@ export type WebhookRegistration = {
 export type WebhookEndpointInput = {
   /** http(s) URL; must resolve to a public address. */
   url: Scalars['String']['input'];
-  /** Event types to receive (see the README catalog for each domain). Each needs the read scope that protects its data. */
+  /** Event types to receive (see src/events/README.md for each domain's catalog). Each needs the read scope that protects its data. */
   eventTypes: Array<Scalars['String']['input']>;
   description?: InputMaybe<Scalars['String']['input']>;
 };

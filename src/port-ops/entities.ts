@@ -354,7 +354,8 @@ export class ServiceOrder {
   serviceType!: ServiceType;
 
   @Field(() => JSONObject, {
-    description: 'Service-specific details, validated per service type (see README).',
+    description:
+      'Service-specific details, validated per service type (see src/port-ops/README.md, "Service types and details").',
   })
   @Property({ type: 'json' })
   details!: Record<string, unknown>;

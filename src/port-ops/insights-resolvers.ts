@@ -137,7 +137,7 @@ class PortCallPrediction {
   @Field(() => String) methodVersion!: string;
   @Field(() => String, {
     description:
-      'Group the quantiles came from: PORT_VESSEL_TYPE_SEASON, PORT_VESSEL_TYPE, PORT or GLOBAL (see README "Predictions method").',
+      'Group the quantiles came from: PORT_VESSEL_TYPE_SEASON, PORT_VESSEL_TYPE, PORT or GLOBAL (see src/port-ops/README.md, "Predictions").',
   })
   basis!: string;
   @Field(() => Int, { description: 'Departed calls the quantiles came from (after conditioning).' })
