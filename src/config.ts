@@ -62,6 +62,12 @@ export interface Config {
   /** Channel prefix on Redis, so several deployments (or test runs) can share one server. */
   redisPrefix: string;
   wsMaxSubscriptionsPerConnection: number;
+  /** Open graphql-ws connections one credential may hold; more are closed with 4429. */
+  wsMaxConnectionsPerCredential: number;
+  /** Open WebSocket connections from one client address (authenticated or not); more are closed with 4429. */
+  wsMaxConnectionsPerAddress: number;
+  /** graphql-ws pings (keep-alive or refresh) one connection may send per minute, in bursts of 10. */
+  wsMaxPingsPerMinute: number;
   /** When set, GET /metrics wants `Authorization: Bearer <token>`; open otherwise (scrape from a private network). */
   metricsToken: string | undefined;
   /** OTLP/HTTP collector (OTEL_EXPORTER_OTLP_ENDPOINT); tracing is off, at no cost, when unset. */
@@ -235,6 +241,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookWorker: bool('WEBHOOK_WORKER', true),
     redisPrefix: env.REDIS_PREFIX || 'tidegate',
     wsMaxSubscriptionsPerConnection: int('WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 50, 1, 10_000),
+    wsMaxConnectionsPerCredential: int('WS_MAX_CONNECTIONS_PER_CREDENTIAL', 50, 1, 100_000),
+    wsMaxConnectionsPerAddress: int('WS_MAX_CONNECTIONS_PER_ADDRESS', 200, 1, 1_000_000),
+    wsMaxPingsPerMinute: int('WS_MAX_PINGS_PER_MINUTE', 60, 1, 60_000),
     wsKeepAliveMs: duration('WS_KEEPALIVE', '12s'),
     wsMaxBacklogEvents: int('WS_MAX_BACKLOG_EVENTS', 1000, 1, 1_000_000),
     metricsToken: env.METRICS_TOKEN || undefined,

@@ -59,6 +59,9 @@ export async function benchFanout(options: {
     env: {
       ...UNLIMITED,
       WS_MAX_SUBSCRIPTIONS_PER_CONNECTION: String(perConnection),
+      // Every subscriber connection shares one key and one address.
+      WS_MAX_CONNECTIONS_PER_CREDENTIAL: '100000',
+      WS_MAX_CONNECTIONS_PER_ADDRESS: '1000000',
       WEBHOOK_WORKER: 'false',
     },
   });

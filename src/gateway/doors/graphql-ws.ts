@@ -27,6 +27,35 @@ import type { Admitted, Answer, Operations } from '../pipeline/operation.js';
 /** graphql-ws close codes we use beyond the protocol's own. */
 export const CLOSE_UNAUTHORIZED = 4401;
 export const CLOSE_FORBIDDEN = 4403;
+/** Over a bound: connections per credential or per address, or pings per minute. */
+export const CLOSE_TOO_MANY = 4429;
+
+/** Pings a connection may send back to back before the per-minute rate applies. */
+const PING_BURST = 10;
+
+/** A connection's ping allowance: a token bucket of PING_BURST, refilled at the configured rate. */
+class PingAllowance {
+  private tokens = PING_BURST;
+  private at = performance.now();
+
+  constructor(private readonly perMs: number) {}
+
+  take(): boolean {
+    const now = performance.now();
+    this.tokens = Math.min(PING_BURST, this.tokens + (now - this.at) * this.perMs);
+    this.at = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+/** Adds `delta` to a count by key, forgetting keys that reach zero. */
+function tally(counts: Map<string, number>, key: string, delta: number): void {
+  const next = (counts.get(key) ?? 0) + delta;
+  if (next > 0) counts.set(key, next);
+  else counts.delete(key);
+}
 
 interface ConnectionState {
   /** The connection's credential; an in-band refresh replaces it (same account and subject). */
@@ -219,16 +248,34 @@ export function registerGraphQLWs(
   };
   const formatError = (error: AppError) => operations.format([toGraphQLError(error)]);
 
+  const { config, metrics } = services;
+  const clientAddress = clientAddressOf(config.trustProxy);
+  /** Open sockets by client address (initialised or not) and connections by credential id. */
+  const byAddress = new Map<string, number>();
+  const byCredential = new Map<string, number>();
+  const pings = new WeakMap<WebSocket, PingAllowance>();
+  const pingsPerMs = config.wsMaxPingsPerMinute / 60_000;
+
   app.server.on('upgrade', (req: IncomingMessage, socket, head) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/graphql') {
       socket.destroy();
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    const address = clientAddress(req);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      // Refused after the handshake, so the client sees a close code rather than a failed upgrade.
+      if ((byAddress.get(address) ?? 0) >= config.wsMaxConnectionsPerAddress) {
+        metrics.wsRefused('address');
+        ws.close(CLOSE_TOO_MANY, 'Too many connections from this address');
+        return;
+      }
+      tally(byAddress, address, 1);
+      ws.once('close', () => tally(byAddress, address, -1));
+      wss.emit('connection', ws, req);
+    });
   });
 
-  const clientAddress = clientAddressOf(services.config.trustProxy);
   /** One audit record per operation started on a socket, like one per HTTP request. */
   const recordStart = (state: ConnectionState, operation: string, status: number, startedAt: number) =>
     audit.record({
@@ -297,6 +344,12 @@ export function registerGraphQLWs(
           socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized');
           return false;
         }
+        if ((byCredential.get(principal.credential.id) ?? 0) >= config.wsMaxConnectionsPerCredential) {
+          metrics.wsRefused('credential');
+          socket.close(CLOSE_TOO_MANY, 'Too many connections for this credential');
+          return false;
+        }
+        tally(byCredential, principal.credential.id, 1);
         const state: ConnectionState = {
           principal,
           secret,
@@ -315,10 +368,17 @@ export function registerGraphQLWs(
       // In-band refresh (src/gateway/README.md, "The doors"): the pong graphql-ws sends after this resolves is
       // the acknowledgement; a refused credential closes the connection like a revoked one.
       onPing: async (ctx, payload) => {
+        const socket = ctx.extra.socket;
+        let allowance = pings.get(socket);
+        if (!allowance) pings.set(socket, (allowance = new PingAllowance(pingsPerMs)));
+        if (!allowance.take()) {
+          metrics.wsRefused('pings');
+          socket.close(CLOSE_TOO_MANY, 'Too many pings');
+          return;
+        }
         const secret = refreshSecretOf(payload);
         if (secret === undefined) return;
         const state = ctx.extra.state;
-        const socket = ctx.extra.socket;
         const principal = state && secret ? await credentials.resolve(secret) : null;
         const allowed =
           state &&
@@ -329,6 +389,8 @@ export function registerGraphQLWs(
           socket.close(CLOSE_FORBIDDEN, 'Credential refresh refused');
           return;
         }
+        tally(byCredential, state.principal.credential.id, -1);
+        tally(byCredential, principal.credential.id, 1);
         state.principal = principal;
         state.secret = secret;
         expireAt(state, socket);
@@ -345,10 +407,10 @@ export function registerGraphQLWs(
         }
         // graphql-ws handles a connection's messages concurrently: the slot is taken before the
         // first await, or simultaneous subscribes would all pass the check.
-        if (state.active.size >= services.config.wsMaxSubscriptionsPerConnection) {
+        if (state.active.size >= config.wsMaxSubscriptionsPerConnection) {
           const error = new AppError(
             'RATE_LIMIT_EXCEEDED',
-            `At most ${services.config.wsMaxSubscriptionsPerConnection} subscriptions per connection`,
+            `At most ${config.wsMaxSubscriptionsPerConnection} subscriptions per connection`,
           );
           recordStart(state, prepared.label, error.status, startedAt);
           return asErrors(formatError(error));
@@ -389,12 +451,14 @@ export function registerGraphQLWs(
       },
       onClose: (ctx) => {
         const state = ctx.extra.state;
-        if (state?.expiryTimer) clearTimeout(state.expiryTimer);
+        if (!state) return;
+        if (state.expiryTimer) clearTimeout(state.expiryTimer);
+        tally(byCredential, state.principal.credential.id, -1);
         connections.delete(ctx.extra.socket);
       },
     },
     wss,
-    services.config.wsKeepAliveMs,
+    config.wsKeepAliveMs,
   );
 
   const endCredential = (credentialId: string) => {
@@ -459,7 +523,7 @@ export function registerGraphQLWs(
   });
   // Without the bus (Redis down, a change written by hand), the cache's TTL still bounds how long a
   // connection acts on an old state: every open connection is re-checked every half TTL.
-  const recheckTimer = setInterval(() => recheck(() => true), services.config.credentialCacheTtlMs / 2);
+  const recheckTimer = setInterval(() => recheck(() => true), config.credentialCacheTtlMs / 2);
   recheckTimer.unref();
 
   return {

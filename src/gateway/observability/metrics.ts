@@ -12,6 +12,9 @@ import { routeOf } from '../doors/fastify-types.js';
  */
 export type Door = 'graphql-http' | 'rest' | 'oauth' | 'other';
 
+/** Why a WebSocket connection was closed with 4429. */
+export type WsRefusal = 'credential' | 'address' | 'pings';
+
 /** Outcome of one webhook delivery attempt. */
 export type DeliveryOutcome = 'delivered' | 'retry' | 'failed';
 
@@ -180,6 +183,7 @@ export class Metrics {
   private readonly refusals: Counter<'reason' | 'plan'>;
   private readonly events: Counter<'type'>;
   private readonly deliveries: Counter<'outcome'>;
+  private readonly wsRefusals: Counter<'reason'>;
   private readonly answers: BatchedCounter<'source' | 'outcome'>;
   /** The answer counter's cells by source and outcome: a kept answer is counted without a joined key. */
   private readonly answerCells = new Map<string, Map<AnswerOutcome, PendingCount<'source' | 'outcome'>>>();
@@ -226,6 +230,12 @@ export class Metrics {
       name: 'tidegate_webhook_delivery_attempts_total',
       help: 'Webhook delivery attempts made by this process: delivered, retry (failed, will retry), failed (gave up)',
       labelNames: ['outcome'],
+      registers,
+    });
+    this.wsRefusals = new Counter({
+      name: 'tidegate_ws_refused_total',
+      help: 'WebSocket connections closed with 4429: over the per-credential (credential) or per-address (address) bound, or sending pings too fast (pings)',
+      labelNames: ['reason'],
       registers,
     });
     // Read on each scrape from their owners: cheaper than counting every change.
@@ -322,6 +332,10 @@ export class Metrics {
 
   published(types: Iterable<string>): void {
     for (const type of types) this.events.inc({ type });
+  }
+
+  wsRefused(reason: WsRefusal): void {
+    this.wsRefusals.inc({ reason });
   }
 
   deliveryAttempt(outcome: DeliveryOutcome): void {
