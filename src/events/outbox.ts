@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import http, { type IncomingMessage } from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { LockMode, raw, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
@@ -16,7 +13,6 @@ import { Plan, planAtLeast } from '../kernel/plans.js';
 import { WebhookDomain, webhookDomainOf } from './catalog.js';
 import {
   EventRecord,
-  RESPONSE_SNIPPET_BYTES,
   WebhookDelivery,
   WebhookDeliveryAttempt,
   WebhookDeliveryStatus,
@@ -26,7 +22,8 @@ import {
 import { dropExpiredPreviousSecrets, purgeExpired } from './retention.js';
 import { signingSecrets } from './secrets.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.js';
-import { vetWebhookUrl, type ResolvedAddress, type Resolver, type VettedTarget } from './ssrf.js';
+import { WebhookHttp, type Answer } from './delivery-http.js';
+import { vetWebhookUrl, type Resolver } from './ssrf.js';
 
 const DISPATCH_BATCH = 200;
 /** Attempts in flight per process; a slow receiver holds some slots, never the whole worker. */
@@ -65,15 +62,10 @@ export function webhookBody(event: Pick<EventRecord, 'id' | 'type' | 'occurredAt
   });
 }
 
-interface AttemptResult {
+interface AttemptResult extends Answer {
   attemptedAt: Date;
-  statusCode: number | null;
-  error: string | null;
   durationMs: number;
-  snippet: string | null;
 }
-
-type Answer = Pick<AttemptResult, 'statusCode' | 'error' | 'snippet'>;
 
 export type OutboxOptions = Pick<
   AppServices,
@@ -114,8 +106,7 @@ export class WebhookOutbox {
   private readonly attempts = new Set<Promise<void>>();
   private results: Array<{ delivery: WebhookDelivery; token: string; result: AttemptResult }> = [];
   private recording: Promise<void> | undefined;
-  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
+  private readonly http = new WebhookHttp(MAX_IN_FLIGHT);
 
   constructor(private readonly options: OutboxOptions) {}
 
@@ -156,8 +147,7 @@ export class WebhookOutbox {
     await this.running;
     await this.sweeping;
     while (this.recording) await this.recording;
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.http.destroy();
   }
 
   /** Enforces EVENT_RETENTION and forgets previous secrets whose rotation overlap has ended. */
@@ -420,7 +410,7 @@ export class WebhookOutbox {
           'server.address': target.url.host,
         },
         (traceHeaders) =>
-          this.post(target, body, controller.signal, {
+          this.http.post(target, body, controller.signal, {
             'content-type': 'application/json',
             'user-agent': 'tidegate-webhooks/1.0',
             'tidegate-event-id': event.id,
@@ -517,69 +507,6 @@ export class WebhookOutbox {
       );
     }
   }
-
-  /**
-   * POSTs to the checked addresses only (never a fresh DNS answer), in the resolver's order: when
-   * one cannot be connected to, the next is tried; any answer counts.
-   */
-  private async post(
-    target: VettedTarget,
-    body: string,
-    signal: AbortSignal,
-    headers: Record<string, string>,
-  ): Promise<Answer> {
-    const unreachable: string[] = [];
-    for (const address of target.addresses) {
-      const outcome = await this.postTo(target.url, address, body, signal, headers);
-      if (!('connectError' in outcome)) return outcome;
-      unreachable.push(`${address.address}: ${outcome.connectError}`);
-      if (signal.aborted) break;
-    }
-    return { statusCode: null, error: `could not connect (${unreachable.join('; ')})`, snippet: null };
-  }
-
-  private postTo(
-    url: URL,
-    address: ResolvedAddress,
-    body: string,
-    signal: AbortSignal,
-    headers: Record<string, string>,
-  ): Promise<Answer | { connectError: string }> {
-    const pinned: LookupFunction = (_hostname, options, callback) => {
-      if (options.all) callback(null, [address]);
-      else callback(null, address.address, address.family);
-    };
-    const secure = url.protocol === 'https:';
-    return new Promise((resolve) => {
-      const request = (secure ? https : http).request(url, {
-        method: 'POST',
-        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
-        lookup: pinned,
-        agent: secure ? this.httpsAgent : this.httpAgent,
-        signal,
-      });
-      let connected = false;
-      let answered = false;
-      request.on('socket', (socket) => {
-        if (!socket.connecting) connected = true;
-        else socket.once('connect', () => (connected = true));
-      });
-      request.on('response', (response) => {
-        answered = true;
-        void readSnippet(response, signal).then((snippet) =>
-          resolve({ statusCode: response.statusCode ?? null, error: null, snippet }),
-        );
-      });
-      request.on('error', (e) => {
-        if (answered) return; // the status is in; only the body was cut short
-        if (signal.aborted)
-          resolve({ statusCode: null, error: (signal.reason as Error).message, snippet: null });
-        else if (!connected) resolve({ connectError: e.message });
-        else resolve({ statusCode: null, error: e.message, snippet: null });
-      });
-      request.end(body);
-    });
-  }
 }
 
 /** The backlog a metrics scrape reports: two indexed counts and two minimums. */
@@ -608,32 +535,4 @@ export async function outboxSnapshot(db: Database, clock: Clock): Promise<Outbox
     undispatched,
     oldestAgeSeconds: oldest === Infinity ? 0 : Math.max(0, (clock.now().getTime() - oldest) / 1000),
   };
-}
-
-/**
- * Reads at most RESPONSE_SNIPPET_BYTES of a response body for the delivery log, then lets go:
- * the rest is never read (the socket is destroyed unless the body had already ended).
- */
-function readSnippet(response: IncomingMessage, signal: AbortSignal): Promise<string | null> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const finish = () => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener('abort', finish);
-      if (!response.complete) response.destroy();
-      resolve(size > 0 ? Buffer.concat(chunks).subarray(0, RESPONSE_SNIPPET_BYTES).toString('utf8') : null);
-    };
-    response.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= RESPONSE_SNIPPET_BYTES) finish();
-    });
-    response.once('end', finish);
-    response.once('close', finish);
-    response.once('error', finish);
-    signal.addEventListener('abort', finish, { once: true });
-  });
 }

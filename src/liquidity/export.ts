@@ -10,7 +10,7 @@ import { badInput } from '../kernel/errors.js';
 import { shapeBody } from '../gateway/doors/rest-shape.js';
 import { LIQUIDITY_SHAPE } from './rest.js';
 import type { Published } from './read-model.js';
-import { latestScores, scoringFor, type Scoring, type ScoreView } from './service.js';
+import { latestScores, scoringFor, type Scoring, type ScoreView } from './scores.js';
 
 /**
  * GET /v1/export?format=csv|json[&profile_id=…]: every protocol field with its latest score,

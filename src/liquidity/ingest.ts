@@ -20,6 +20,7 @@ import {
   DEFAULT_CAPS,
   DEFAULT_WEIGHTS,
   auditIdOf,
+  daysBetween,
   round2,
   scoreProtocol,
   type ScoreInputs,
@@ -27,7 +28,7 @@ import {
 } from './engine/score.js';
 import { FieldReader, failAt, readRecords, type FileFormat, type Locator } from './records.js';
 import { changing } from '../db/versions.js';
-import { daysBetween, inputsOf, insertDays, latestDays, shiftDate, termsOf } from './service.js';
+import { inputsOf, insertDays, latestDays, shiftDate, termsOf } from './days.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
 /**

@@ -24,7 +24,17 @@ import {
 } from './profiles.js';
 import { createProtocol, protocolChanges, updateProtocol } from './protocols.js';
 import type { Published } from './read-model.js';
-import * as liquidity from './service.js';
+import { listProtocols, publishedProtocol } from './protocol-queries.js';
+import {
+  backtest,
+  latestScores,
+  market,
+  scoreAudit,
+  scoreHistory,
+  scoreOf,
+  scoringFor,
+  type ScoreView,
+} from './scores.js';
 import {
   Backtest,
   IngestFormatEnum,
@@ -67,7 +77,7 @@ export function pageOf(args: ListArgs): Page {
   return { limit: page.limit, offset: args.offset };
 }
 
-export function toScore(v: liquidity.ScoreView): Score {
+export function toScore(v: ScoreView): Score {
   return {
     protocolId: v.protocol.id,
     slug: v.protocol.slug,
@@ -125,7 +135,7 @@ export class LiquidityResolver {
   @RequiresScopes('read:liquidity')
   async protocols(@Args(() => ProtocolArgs) args: ProtocolArgs, @Ctx() ctx: GatewayContext) {
     const page = pageOf(args);
-    const { items, total } = liquidity.listProtocols(await published(ctx), args, page);
+    const { items, total } = listProtocols(await published(ctx), args, page);
     return toConnection(items, total, page);
   }
 
@@ -136,7 +146,7 @@ export class LiquidityResolver {
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async protocol(@Arg('slug', () => String) slug: string, @Ctx() ctx: GatewayContext) {
-    return liquidity.publishedProtocol(await published(ctx), slug);
+    return publishedProtocol(await published(ctx), slug);
   }
 
   @Query(() => ScoreConnection, {
@@ -151,8 +161,8 @@ export class LiquidityResolver {
     @Ctx() ctx: GatewayContext,
   ) {
     const page = pageOf(args);
-    const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const { items, total } = await liquidity.latestScores(
+    const scoring = await scoringFor(ctx.em, requirePrincipal(ctx), profileId);
+    const { items, total } = await latestScores(
       ctx.em,
       await published(ctx),
       scoring,
@@ -173,14 +183,8 @@ export class LiquidityResolver {
     @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
     @Ctx() ctx: GatewayContext,
   ) {
-    const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const view = await liquidity.scoreOf(
-      ctx.em,
-      await published(ctx),
-      slug,
-      scoring,
-      ctx.services.clock.now(),
-    );
+    const scoring = await scoringFor(ctx.em, requirePrincipal(ctx), profileId);
+    const view = await scoreOf(ctx.em, await published(ctx), slug, scoring, ctx.services.clock.now());
     return view ? toScore(view) : null;
   }
 
@@ -192,7 +196,7 @@ export class LiquidityResolver {
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('read:liquidity')
   async scoreAudit(@Arg('auditId', () => String) auditId: string, @Ctx() ctx: GatewayContext) {
-    const view = await liquidity.scoreAudit(ctx.em, auditId);
+    const view = await scoreAudit(ctx.em, auditId);
     if (!view) return null;
     return {
       auditId: view.auditId,
@@ -216,14 +220,8 @@ export class LiquidityResolver {
     @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
     @Ctx() ctx: GatewayContext,
   ) {
-    const scoring = await liquidity.scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const h = await liquidity.scoreHistory(
-      ctx.em,
-      await published(ctx),
-      slug,
-      scoring,
-      ctx.services.clock.now(),
-    );
+    const scoring = await scoringFor(ctx.em, requirePrincipal(ctx), profileId);
+    const h = await scoreHistory(ctx.em, await published(ctx), slug, scoring, ctx.services.clock.now());
     if (!h) return null;
     return {
       slug: h.protocol.slug,
@@ -242,7 +240,7 @@ export class LiquidityResolver {
     @Arg('lookback', () => Int, { defaultValue: 90 }) lookback: number,
     @Ctx() ctx: GatewayContext,
   ) {
-    return liquidity.backtest(await published(ctx), lookback, ctx.deadline);
+    return backtest(await published(ctx), lookback, ctx.deadline);
   }
 
   @Query(() => Market, {
@@ -255,7 +253,7 @@ export class LiquidityResolver {
     @Arg('category', () => ProtocolCategory, { nullable: true }) category: ProtocolCategory | null,
     @Ctx() ctx: GatewayContext,
   ) {
-    const m = liquidity.market(await published(ctx), category);
+    const m = market(await published(ctx), category);
     return { ...m, totalAumUsd: m.totalAumUsd.toFixed(2), currency: 'USD' };
   }
 

@@ -1,7 +1,7 @@
 import type { ParamSpec, RestRoute } from '../gateway/doors/rest-routes.js';
 import type { RestShape } from '../gateway/doors/rest-shape.js';
 import { BACKTEST_MAX } from './read-model.js';
-import { BACKTEST_MIN } from './service.js';
+import { BACKTEST_MIN } from './scores.js';
 
 /**
  * The liquidity REST routes: each runs a named operation from

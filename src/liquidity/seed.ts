@@ -12,7 +12,7 @@ import {
 } from './entities.js';
 import { scoreProtocol, type ScoreInputs } from './engine/score.js';
 import { bumpVersion } from '../db/versions.js';
-import { insertDays, shiftDate, termsOf } from './service.js';
+import { insertDays, shiftDate, termsOf } from './days.js';
 
 /**
  * Demo data: 40 fictional protocols and 420 days of daily metrics ending yesterday (by the

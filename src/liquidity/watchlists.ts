@@ -5,7 +5,7 @@ import type { Principal } from '../kernel/principal.js';
 import type { Page } from '../gateway/schema/connection.js';
 import { Protocol, Watchlist, WatchlistAlert, WatchlistItem } from './entities.js';
 import { badField } from './fields.js';
-import { protocolBySlug } from './service.js';
+import { protocolBySlug } from './protocol-queries.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
 /** One watchlist per account, created on first change; reading before then shows the defaults. */

@@ -20,7 +20,7 @@ import {
   VesselType,
 } from './entities.js';
 import { cents, formatCents } from './money.js';
-import { portByLocode } from './service.js';
+import { portByLocode } from './reference-data.js';
 import { HOURS, mean, quantile, round, sortNumbers } from './stats.js';
 
 /*

@@ -33,7 +33,7 @@ export const portOpsCommands: CliCommand[] = [
       built: { description: 'Year built', type: 'string', required: true },
     },
     async run({ db, clock }, { options }) {
-      const { createVessel } = await import('./service.js');
+      const { createVessel } = await import('./reference-data.js');
       const vessel = await createVessel(
         { em: db.em(), clock },
         {
@@ -60,7 +60,7 @@ export const portOpsCommands: CliCommand[] = [
       'time-zone': { description: 'IANA time zone, e.g. Asia/Singapore', type: 'string', required: true },
     },
     async run({ db, clock }, { options }) {
-      const { createPort } = await import('./service.js');
+      const { createPort } = await import('./reference-data.js');
       const port = await createPort(
         { em: db.em(), clock },
         {

@@ -13,7 +13,7 @@ import type { Page } from '../gateway/schema/connection.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
 import { isAdmin, type Principal } from '../kernel/principal.js';
-import { PortCall, StatusChange, type StatusSubject } from './entities.js';
+import { PortCall, PortCallStatus, StatusChange, type StatusSubject } from './entities.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
 /** What a port-ops service needs from the outside world: the one shape of every domain service. */
@@ -120,6 +120,23 @@ export async function lockPortCall(tx: EntityManager, id: string, principal?: Pr
     : await tx.findOne(PortCall, { id }, snapshot);
   if (!call) throw notFound('PortCall', id);
   await guardedUpdate(tx, PortCall, 'Port call', call.id, { status: call.status }, { status: call.status });
+  return call;
+}
+
+/** A call that has departed or been cancelled takes no new work and no further changes. */
+export const isFinishedCall = (status: PortCallStatus): boolean =>
+  status === PortCallStatus.DEPARTED || status === PortCallStatus.CANCELLED;
+
+/** Locks the call (the principal's, when given) for the rest of the transaction, then checks it still takes work. */
+export async function lockOpenCall(
+  tx: EntityManager,
+  callId: string,
+  refusal: (call: PortCall) => string,
+  principal?: Principal,
+): Promise<PortCall> {
+  const call = await lockPortCall(tx, callId, principal);
+  if (isFinishedCall(call.status))
+    throw conflict(refusal(call), { status: call.status, portCallId: call.id });
   return call;
 }
 

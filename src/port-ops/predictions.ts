@@ -15,7 +15,7 @@ import {
   VesselType,
 } from './entities.js';
 import { periodKey, Period } from './analytics.js';
-import { portByLocode } from './service.js';
+import { portByLocode } from './reference-data.js';
 import { HOURS, mean, quantile, round, sortNumbers, stdev } from './stats.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EventRecord } from '../../src/events/entities.js';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { LiquidityDay } from '../../src/liquidity/entities.js';
-import { insertDays } from '../../src/liquidity/service.js';
+import { insertDays } from '../../src/liquidity/days.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { createKey, gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 

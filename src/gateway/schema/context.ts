@@ -11,6 +11,7 @@ import type { SecretBox } from '../../kernel/secret-box.js';
 import { unauthenticated } from '../../kernel/errors.js';
 import type { Principal } from '../../kernel/principal.js';
 import type { EventBus, EventPublisher } from '../../kernel/events.js';
+import type { ServiceDeps } from '../../kernel/deps.js';
 import type { AccessPolicy, Requirements } from '../pipeline/access.js';
 import type { CredentialResolver } from '../doors/credentials.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -165,4 +166,9 @@ export function createContext(
 export function requirePrincipal(ctx: GatewayContext): Principal {
   if (!ctx.principal) throw unauthenticated();
   return ctx.principal;
+}
+
+/** What a domain service takes from a resolver: the request's entity manager, the clock, the events. */
+export function serviceDeps(ctx: GatewayContext): ServiceDeps {
+  return { em: ctx.em, clock: ctx.services.clock, events: ctx.services.events };
 }

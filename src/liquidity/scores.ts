@@ -2,25 +2,17 @@ import type { EntityManager } from '@mikro-orm/knex';
 import { knexIn } from '../db/knex.js';
 import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import { badInput, notFound } from '../kernel/errors.js';
+import { isUuid } from '../kernel/ids.js';
 import type { Principal } from '../kernel/principal.js';
 import type { Page } from '../gateway/schema/connection.js';
-import {
-  FREQUENCY_DAYS,
-  ProfileScoreAudit,
-  LiquidityDay,
-  Protocol,
-  ProtocolCategory,
-  LiquidityTier,
-  ScoringProfile,
-  SupersededAudit,
-} from './entities.js';
-import { isUuid } from '../kernel/ids.js';
+import { LiquidityDay, ProfileScoreAudit, Protocol, ScoringProfile, SupersededAudit } from './entities.js';
 import { BACKTEST_MAX, type MarketView, type Published } from './read-model.js';
-import { badField, isSlug } from './fields.js';
+import { badField } from './fields.js';
+import { inputsOf } from './days.js';
+import { listProtocols, parseCategory, publishedProtocol } from './protocol-queries.js';
 import {
   DEFAULT_CAPS,
   DEFAULT_WEIGHTS,
-  daysBetween,
   scoreProtocol,
   type PenaltyCaps,
   type ScoreInputs,
@@ -30,123 +22,12 @@ import {
 import { backtestMeasures, trajectoryOf, type BacktestMeasures, type Trajectory } from './engine/series.js';
 
 /**
- * Reads of the liquidity domain. Every rule lives here; resolvers and REST shims only adapt.
- * Latest scores are the stored default-methodology results; under a scoring profile they are
- * recomputed from the same stored inputs with the profile's weights and caps.
+ * The score reads of the liquidity domain; resolvers and REST shims only adapt. Latest scores are
+ * the stored default-methodology results; under a scoring profile they are recomputed from the
+ * same stored inputs with the profile's weights and caps.
  */
 
 export const BACKTEST_MIN = 7;
-
-export function parseCategory(raw: string, field = 'category'): ProtocolCategory {
-  const value = raw.trim().toUpperCase().replace(/[-\s]/g, '_');
-  if (!(value in ProtocolCategory)) {
-    throw badInput(
-      field,
-      `must be one of ${Object.values(ProtocolCategory)
-        .map((c) => c.toLowerCase())
-        .join(', ')} (got '${raw}')`,
-    );
-  }
-  return value as ProtocolCategory;
-}
-
-export function parseTier(raw: string, field = 'tier'): LiquidityTier {
-  const value = raw.trim().toUpperCase();
-  if (!(value in LiquidityTier))
-    throw badInput(field, `must be one of ${Object.values(LiquidityTier).join(', ')} (got '${raw}')`);
-  return value as LiquidityTier;
-}
-
-/** The engine inputs a stored day holds. */
-export function inputsOf(day: LiquidityDay): ScoreInputs {
-  return {
-    asOf: day.asOf,
-    dataDate: day.dataDate,
-    aumUsd: day.aumUsd,
-    volumeUsd: day.volumeUsd,
-    holders: day.holders,
-    topHolderPct: day.topHolderPct,
-    redemptionQueueUsd: day.redemptionQueueUsd,
-    navDeviationBps: day.navDeviationBps,
-    lastAttestationDate: day.lastAttestationDate,
-    redemptionFrequencyDays: day.redemptionFrequencyDays,
-    noticePeriodDays: day.noticePeriodDays,
-    redemptionGates: day.redemptionGates,
-    audited: day.audited,
-    qualifiedCustodian: day.qualifiedCustodian,
-    regulatoryStatus: day.regulatoryStatus,
-  };
-}
-
-/** The profile facts of a protocol the engine uses, as of now. */
-export function termsOf(
-  p: Protocol,
-): Pick<
-  ScoreInputs,
-  | 'redemptionFrequencyDays'
-  | 'noticePeriodDays'
-  | 'redemptionGates'
-  | 'audited'
-  | 'qualifiedCustodian'
-  | 'regulatoryStatus'
-> {
-  return {
-    redemptionFrequencyDays: FREQUENCY_DAYS[p.redemptionFrequency],
-    noticePeriodDays: p.noticePeriodDays,
-    redemptionGates: p.redemptionGates,
-    audited: Boolean(p.auditor),
-    qualifiedCustodian: p.qualifiedCustodian,
-    regulatoryStatus: p.regulatoryStatus,
-  };
-}
-
-export interface ProtocolFilter {
-  category?: string | null;
-  tier?: string | null;
-  minScore?: number | null;
-  minAum?: number | null;
-}
-
-/** The filter as a test on a protocol; bad values are refused with the field named. */
-function protocolTest(filter: ProtocolFilter): (p: Protocol) => boolean {
-  const category = filter.category ? parseCategory(filter.category) : null;
-  const tier = filter.tier ? parseTier(filter.tier) : null;
-  const minScore = filter.minScore ?? null;
-  const minAum = filter.minAum ?? null;
-  if (minScore !== null && (minScore < 0 || minScore > 100))
-    throw badField('minScore', `must be between 0 and 100 (got ${minScore})`);
-  if (minAum !== null && minAum < 0) throw badField('minAum', `must be 0 or more (got ${minAum})`);
-  return (p) =>
-    (category === null || p.category === category) &&
-    (tier === null || p.liquidityTier === tier) &&
-    (minScore === null || (p.liquidityScore ?? -1) >= minScore) &&
-    (minAum === null || p.aum >= minAum);
-}
-
-/** Active protocols by slug, from the published state. */
-export function listProtocols(
-  state: Published,
-  filter: ProtocolFilter,
-  page: Page,
-): { items: Protocol[]; total: number } {
-  const test = protocolTest(filter);
-  const all = Object.values(filter).some((v) => v !== null && v !== undefined)
-    ? state.active.filter(test)
-    : state.active;
-  return { items: all.slice(page.offset, page.offset + page.limit), total: all.length };
-}
-
-/** A published protocol, active or not. */
-export function publishedProtocol(state: Published, slug: string): Protocol | null {
-  return state.bySlug.get(slug.trim().toLowerCase()) ?? null;
-}
-
-/** The stored protocol, for writers (read inside their transaction). */
-export async function protocolBySlug(em: EntityManager, slug: string): Promise<Protocol | null> {
-  const value = slug.trim().toLowerCase();
-  // Nothing that is not slug-shaped can be one: no query (PostgreSQL refuses a NUL in a parameter).
-  return isSlug(value) ? em.findOne(Protocol, { slug: value }) : null;
-}
 
 /** The weights and caps to score with: the caller's profile, or the methodology defaults. */
 export interface Scoring {
@@ -212,22 +93,6 @@ function view(protocol: Protocol, day: LiquidityDay, scoring: Scoring): ScoreVie
     profileId: scoring.profileId,
     inputs,
   };
-}
-
-/** The latest stored day of each protocol, in one query. */
-export async function latestDays(
-  em: EntityManager,
-  protocols: Protocol[],
-): Promise<Map<string, LiquidityDay>> {
-  const scored = protocols.filter((p) => p.scoreAsOf);
-  if (scored.length === 0) return new Map();
-  const dates = [...new Set(scored.map((p) => p.scoreAsOf!))];
-  const days = await em.find(LiquidityDay, {
-    protocolId: { $in: scored.map((p) => p.id) },
-    asOf: { $in: dates },
-  });
-  const wanted = new Map(scored.map((p) => [p.id, p.scoreAsOf]));
-  return new Map(days.filter((d) => wanted.get(d.protocolId) === d.asOf).map((d) => [d.protocolId, d]));
 }
 
 /** The latest score of a published protocol under `scoring`, computed once per snapshot and scoring. */
@@ -356,10 +221,6 @@ export function validateLookback(lookback: number): void {
   }
 }
 
-function shiftDate(date: string, days: number): string {
-  return new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-}
-
 export async function backtest(
   state: Published,
   lookback: number,
@@ -375,37 +236,3 @@ export async function backtest(
 export function market(state: Published, category?: string | null): MarketView {
   return state.markets.get(category ? parseCategory(category) : null)!;
 }
-
-/**
- * Bulk insert of day rows straight through knex (inside the caller's transaction): the ORM's
- * per-entity bookkeeping costs seconds for the demo's 16,800 rows.
- */
-export async function insertDays(em: EntityManager, days: Array<Omit<LiquidityDay, 'id'>>): Promise<void> {
-  const knex = knexIn(em);
-  for (let i = 0; i < days.length; i += 500) {
-    const chunk = days.slice(i, i + 500).map((d) => ({
-      protocol_id: d.protocolId,
-      as_of: d.asOf,
-      data_date: d.dataDate,
-      aum_usd: d.aumUsd,
-      volume_usd: d.volumeUsd,
-      holders: d.holders,
-      top_holder_pct: d.topHolderPct,
-      redemption_queue_usd: d.redemptionQueueUsd,
-      nav_deviation_bps: d.navDeviationBps,
-      last_attestation_date: d.lastAttestationDate,
-      redemption_frequency_days: d.redemptionFrequencyDays,
-      notice_period_days: d.noticePeriodDays,
-      redemption_gates: d.redemptionGates,
-      audited: d.audited,
-      qualified_custodian: d.qualifiedCustodian,
-      regulatory_status: d.regulatoryStatus,
-      score: d.score,
-      tier: d.tier,
-      audit_id: d.auditId,
-    }));
-    await knex('liquidity_days').insert(chunk);
-  }
-}
-
-export { shiftDate, daysBetween };

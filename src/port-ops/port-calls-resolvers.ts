@@ -1,0 +1,179 @@
+import {
+  Arg,
+  Args,
+  Ctx,
+  Field,
+  FieldResolver,
+  ID,
+  InputType,
+  Mutation,
+  Query,
+  Resolver,
+  Root,
+} from 'type-graphql';
+import { Connection } from '../gateway/schema/connection.js';
+import { requirePrincipal, serviceDeps, type GatewayContext } from '../gateway/schema/context.js';
+import { RequiresScopes } from '../gateway/schema/directives.js';
+import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/schema/paging.js';
+import { findOwnedOrNull } from './common.js';
+import {
+  Port,
+  PortCall,
+  PortCallStatus,
+  ServiceOrder,
+  StatusChange,
+  StatusSubject,
+  Vessel,
+} from './entities.js';
+import { loadPort, loadServiceOrders, loadStatusHistory, loadVessel } from './loaders.js';
+import {
+  createPortCall,
+  deletePortCall,
+  listPortCalls,
+  transitionPortCall,
+  updatePortCall,
+} from './port-calls.js';
+
+export const PortCallConnection = Connection(PortCall, 'PortCall');
+
+@InputType()
+class PortCallInput {
+  @Field(() => String) vesselImo!: string;
+  @Field(() => String) portLocode!: string;
+  @Field(() => String) voyageReference!: string;
+  @Field(() => String, { nullable: true }) agent?: string | null;
+  @Field(() => Date) eta!: Date;
+  @Field(() => Date, { nullable: true }) etb?: Date | null;
+  @Field(() => Date, { nullable: true }) etd?: Date | null;
+}
+
+@InputType({ description: 'Only the fields given change; null clears an optional field.' })
+class PortCallPatch {
+  @Field(() => String, { nullable: true }) voyageReference?: string | null;
+  @Field(() => String, { nullable: true }) agent?: string | null;
+  @Field(() => Date, { nullable: true }) eta?: Date | null;
+  @Field(() => Date, { nullable: true }) etb?: Date | null;
+  @Field(() => Date, { nullable: true }) etd?: Date | null;
+}
+
+@Resolver(() => PortCall)
+export class PortCallResolver {
+  @Query(() => PortCall, {
+    nullable: true,
+    description: "One of your account's port calls; null when unknown.",
+  })
+  @RequiresScopes('read:port_calls')
+  async portCall(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<PortCall | null> {
+    return findOwnedOrNull(ctx.em, PortCall, requirePrincipal(ctx), id);
+  }
+
+  @Query(() => PortCallConnection, {
+    description: 'Port calls; SCHEDULED lists soonest ETA first, everything else latest first.',
+  })
+  @RequiresScopes('read:port_calls')
+  async portCalls(
+    @Args(() => OffsetPageArgs) args: OffsetPageArgs,
+    @Arg('status', () => PortCallStatus, { nullable: true }) status: PortCallStatus | null,
+    @Arg('portLocode', () => String, { nullable: true }) portLocode: string | null,
+    @Arg('vesselImo', () => String, { nullable: true }) vesselImo: string | null,
+    @Arg('etaFrom', () => Date, { nullable: true }) etaFrom: Date | null,
+    @Arg('etaTo', () => Date, { nullable: true }) etaTo: Date | null,
+    @Ctx() ctx: GatewayContext,
+  ) {
+    const page = pageOf(args);
+    return pagedConnection(
+      await listPortCalls(
+        ctx.em,
+        requirePrincipal(ctx),
+        { status, portLocode, vesselImo, etaFrom, etaTo },
+        page,
+      ),
+      page,
+    );
+  }
+
+  @Mutation(() => PortCall, {
+    description: 'Schedules a port call (status SCHEDULED). Emits port_call.created.',
+  })
+  @RequiresScopes('write:port_calls')
+  async createPortCall(
+    @Arg('input', () => PortCallInput) input: PortCallInput,
+    @Ctx() ctx: GatewayContext,
+  ): Promise<PortCall> {
+    return createPortCall(serviceDeps(ctx), requirePrincipal(ctx), input);
+  }
+
+  @Mutation(() => PortCall, {
+    description:
+      'Changes estimates, agent or voyage reference of a call that has not departed or been cancelled.',
+  })
+  @RequiresScopes('write:port_calls')
+  async updatePortCall(
+    @Arg('id', () => ID) id: string,
+    @Arg('patch', () => PortCallPatch) patch: PortCallPatch,
+    @Ctx() ctx: GatewayContext,
+  ): Promise<PortCall> {
+    return updatePortCall(serviceDeps(ctx), requirePrincipal(ctx), id, patch);
+  }
+
+  @Mutation(() => PortCall, {
+    description:
+      'Moves a call along SCHEDULED → ARRIVED → BERTHED → DEPARTED (CANCELLED from SCHEDULED or ARRIVED), stamping ATA/ATB/ATD with `at` (default now). Emits port_call.status_changed.',
+  })
+  @RequiresScopes('write:port_calls')
+  async transitionPortCall(
+    @Arg('id', () => ID) id: string,
+    @Arg('status', () => PortCallStatus) status: PortCallStatus,
+    @Arg('at', () => Date, { nullable: true }) at: Date | null,
+    @Ctx() ctx: GatewayContext,
+  ): Promise<PortCall> {
+    return transitionPortCall(serviceDeps(ctx), requirePrincipal(ctx), id, status, at);
+  }
+
+  @Mutation(() => ID, {
+    description:
+      'Deletes a call created by mistake (one without service orders or documents); returns its id.',
+  })
+  @RequiresScopes('delete:port_calls')
+  async deletePortCall(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<string> {
+    return deletePortCall(serviceDeps(ctx), requirePrincipal(ctx), id);
+  }
+
+  @FieldResolver(() => Vessel)
+  @RequiresScopes('read:vessels')
+  vessel(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return loadVessel(ctx, call.vesselId);
+  }
+
+  @FieldResolver(() => Port)
+  @RequiresScopes('read:port_calls', 'read:vessels')
+  port(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return loadPort(ctx, call.portId);
+  }
+
+  @FieldResolver(() => String, {
+    description: "The vessel's IMO number (part of the call itself, so read:port_calls suffices).",
+  })
+  async vesselImo(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return (await loadVessel(ctx, call.vesselId)).imo;
+  }
+
+  @FieldResolver(() => String, { description: "The port's UN/LOCODE." })
+  async portLocode(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return (await loadPort(ctx, call.portId)).locode;
+  }
+
+  @FieldResolver(() => [ServiceOrder], { description: 'Every service order of the call, oldest first.' })
+  @RequiresScopes('read:service_orders')
+  serviceOrders(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return loadServiceOrders(ctx, call.id);
+  }
+
+  @FieldResolver(() => [StatusChange], { description: 'Every status transition, oldest first.' })
+  @RequiresScopes('read:port_calls')
+  statusHistory(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return loadStatusHistory(ctx, StatusSubject.PORT_CALL, call.id);
+  }
+}
+
+export const portCallResolvers = [PortCallResolver, pageEchoResolver(PortCallConnection)];

@@ -1,0 +1,246 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import type { FilterQuery } from '@mikro-orm/core';
+import type { Page } from '../gateway/schema/connection.js';
+import { badInput, conflict } from '../kernel/errors.js';
+import type { Principal } from '../kernel/principal.js';
+import type { EventDraft } from '../events/stage.js';
+import { parseDate } from '../kernel/dates.js';
+import { parseEnum } from '../kernel/text.js';
+import {
+  actorOf,
+  commit,
+  findOwned,
+  findPage,
+  guardedUpdate,
+  illegalMove,
+  lockOpenCall,
+  recordChange,
+  tenant,
+  type Deps,
+} from './common.js';
+import {
+  Port,
+  PortCall,
+  ServiceOrder,
+  ServiceOrderStatus,
+  ServiceType,
+  StatusSubject,
+  Vendor,
+} from './entities.js';
+import { parseServiceDetails } from './details.js';
+
+export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
+  {
+    REQUESTED: [ServiceOrderStatus.CONFIRMED, ServiceOrderStatus.REJECTED, ServiceOrderStatus.CANCELLED],
+    CONFIRMED: [ServiceOrderStatus.IN_PROGRESS, ServiceOrderStatus.CANCELLED],
+    IN_PROGRESS: [ServiceOrderStatus.COMPLETED],
+    COMPLETED: [],
+    CANCELLED: [],
+    REJECTED: [],
+  };
+
+/**
+ * Moves that commit a vendor to work at the port: only while the call is neither DEPARTED nor
+ * CANCELLED. Finishing (COMPLETED) or dropping (CANCELLED, REJECTED) an order is always allowed.
+ */
+const NEEDS_OPEN_CALL: readonly ServiceOrderStatus[] = [
+  ServiceOrderStatus.CONFIRMED,
+  ServiceOrderStatus.IN_PROGRESS,
+];
+
+export interface ServiceOrderInput {
+  portCallId: string;
+  serviceType: ServiceType;
+  vendorId: string;
+  details: unknown;
+  requestedFor?: Date | string | null;
+}
+
+export function serviceOrderSnapshot(order: ServiceOrder): Record<string, unknown> {
+  return {
+    id: order.id,
+    portCallId: order.portCallId,
+    serviceType: order.serviceType,
+    vendorId: order.vendorId,
+    status: order.status,
+    details: order.details,
+  };
+}
+
+export async function createServiceOrder(
+  deps: Deps,
+  principal: Principal,
+  input: ServiceOrderInput,
+): Promise<ServiceOrder> {
+  if (typeof input.portCallId !== 'string' || !input.portCallId) throw badInput('portCallId', 'is required');
+  if (typeof input.vendorId !== 'string' || !input.vendorId) throw badInput('vendorId', 'is required');
+  const serviceType = parseEnum(ServiceType, input.serviceType, 'serviceType');
+  const details = parseServiceDetails(serviceType, input.details);
+  const requestedFor = parseDate(input.requestedFor, 'requestedFor');
+  return commit(deps, async (tx) => {
+    const call = await lockOpenCall(
+      tx,
+      input.portCallId,
+      ({ id, status }) =>
+        `Port call ${id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
+      principal,
+    );
+    const vendor = await findOwned(tx, Vendor, 'Vendor', principal, input.vendorId);
+    const port = await tx.findOneOrFail(Port, call.portId);
+    if (!vendor.active)
+      throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
+    if (!vendor.services.includes(serviceType)) {
+      throw badInput(
+        'vendorId',
+        `vendor ${vendor.name} does not offer ${serviceType} (offers ${vendor.services.join(', ')})`,
+        { rule: 'VENDOR_SERVICE' },
+      );
+    }
+    if (!vendor.ports.includes(port.locode)) {
+      throw badInput(
+        'vendorId',
+        `vendor ${vendor.name} does not serve ${port.locode} (serves ${vendor.ports.join(', ')})`,
+        { rule: 'VENDOR_PORT' },
+      );
+    }
+    const now = deps.clock.now();
+    const order = tx.create(ServiceOrder, {
+      accountId: call.accountId,
+      portCallId: call.id,
+      vendorId: vendor.id,
+      serviceType,
+      details,
+      status: ServiceOrderStatus.REQUESTED,
+      requestedFor: requestedFor ?? call.etb ?? call.eta,
+      createdAt: now,
+      updatedAt: now,
+    });
+    tx.persist(order);
+    recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, null, order.status, now, actorOf(principal), now);
+    return {
+      result: order,
+      drafts: [
+        {
+          type: 'service_order.created',
+          accountId: order.accountId,
+          payload: { serviceOrder: serviceOrderSnapshot(order) },
+        },
+      ],
+    };
+  });
+}
+
+/** One guarded order move inside a transaction: the write, its history row and its event. */
+async function moveOrder(
+  tx: EntityManager,
+  order: ServiceOrder,
+  to: ServiceOrderStatus,
+  now: Date,
+  actor: string,
+): Promise<EventDraft> {
+  const from = order.status;
+  const values = {
+    status: to,
+    updatedAt: now,
+    ...(to === ServiceOrderStatus.COMPLETED ? { completedAt: now } : {}),
+  };
+  await guardedUpdate(tx, ServiceOrder, 'Service order', order.id, { status: from }, values);
+  recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, from, to, now, actor, now);
+  Object.assign(order, values);
+  return {
+    type: 'service_order.status_changed',
+    accountId: order.accountId,
+    payload: {
+      serviceOrderId: order.id,
+      portCallId: order.portCallId,
+      from,
+      to,
+      at: now.toISOString(),
+      actor,
+    },
+  };
+}
+
+export async function transitionServiceOrder(
+  deps: Deps,
+  principal: Principal,
+  id: string,
+  to: ServiceOrderStatus,
+): Promise<ServiceOrder> {
+  const target = parseEnum(ServiceOrderStatus, to, 'status');
+  const actor = actorOf(principal);
+  return commit(deps, async (tx) => {
+    const order = await findOwned(tx, ServiceOrder, 'ServiceOrder', principal, id, {
+      disableIdentityMap: true,
+    });
+    const allowed = SERVICE_ORDER_TRANSITIONS[order.status];
+    if (!allowed.includes(target)) throw illegalMove('Service order', order.status, target, allowed);
+    if (NEEDS_OPEN_CALL.includes(target)) {
+      await lockOpenCall(
+        tx,
+        order.portCallId,
+        ({ status }) =>
+          `Service order ${id} cannot go to ${target}: its port call ${order.portCallId} is ${status} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
+      );
+    }
+    const draft = await moveOrder(tx, order, target, deps.clock.now(), actor);
+    return { result: order, drafts: [draft] };
+  });
+}
+
+/** Orders still to be worked when their call is cancelled: they are cancelled with it. */
+const CANCELLED_WITH_CALL: readonly ServiceOrderStatus[] = [
+  ServiceOrderStatus.REQUESTED,
+  ServiceOrderStatus.CONFIRMED,
+];
+
+export async function cancelOrdersOfCall(
+  tx: EntityManager,
+  call: PortCall,
+  now: Date,
+  actor: string,
+): Promise<EventDraft[]> {
+  const orders = await tx.find(
+    ServiceOrder,
+    {
+      portCallId: call.id,
+      status: { $in: [...CANCELLED_WITH_CALL, ServiceOrderStatus.IN_PROGRESS] },
+    },
+    { disableIdentityMap: true, orderBy: { createdAt: 'asc', id: 'asc' } },
+  );
+  const working = orders.filter((o) => o.status === ServiceOrderStatus.IN_PROGRESS);
+  if (working.length) {
+    throw conflict(
+      `Port call ${call.id} cannot be cancelled while service order(s) ${working.map((o) => o.id).join(', ')} are IN_PROGRESS; complete them first`,
+      { serviceOrders: working.map((o) => o.id) },
+    );
+  }
+  const drafts: EventDraft[] = [];
+  for (const order of orders)
+    drafts.push(await moveOrder(tx, order, ServiceOrderStatus.CANCELLED, now, actor));
+  return drafts;
+}
+
+export interface ServiceOrderFilter {
+  portCallId?: string | null;
+  vendorId?: string | null;
+  status?: ServiceOrderStatus | null;
+  serviceType?: ServiceType | null;
+}
+
+export async function listServiceOrders(
+  em: EntityManager,
+  principal: Principal,
+  filter: ServiceOrderFilter,
+  page: Page,
+) {
+  const where: FilterQuery<ServiceOrder> = { ...tenant(principal) };
+  if (filter.portCallId)
+    where.portCallId = (await findOwned(em, PortCall, 'PortCall', principal, filter.portCallId)).id;
+  if (filter.vendorId)
+    where.vendorId = (await findOwned(em, Vendor, 'Vendor', principal, filter.vendorId)).id;
+  if (filter.status) where.status = parseEnum(ServiceOrderStatus, filter.status, 'status');
+  if (filter.serviceType) where.serviceType = parseEnum(ServiceType, filter.serviceType, 'serviceType');
+  // Newest first; ties by id in the same direction, so the (…, created_at, id) index serves it backwards.
+  return findPage(em, ServiceOrder, where, { createdAt: 'desc', id: 'desc' }, page);
+}
