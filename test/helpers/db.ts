@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
+import { inject } from 'vitest';
 import { type Database, type DatabaseOptions } from '../../src/db/orm.js';
 import { openAppDatabase } from '../../src/database.js';
 import { TEST_POSTGRES_URL } from './env.js';
+import { onPostgres, postgresDatabaseUrl, type DialectTemplates } from './templates.js';
 
 export interface TestDatabase {
   url: string;
@@ -14,62 +15,93 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database: a temp SQLite file, or a randomly named PostgreSQL database. */
+type DatabaseOpenOptions = Omit<DatabaseOptions, 'entities'>;
+
+/**
+ * The templates the global setup built for `dialect` (test/helpers/templates.ts); undefined
+ * outside a vitest run (the bench imports these helpers too).
+ */
+export function templatesOf(dialect: 'sqlite' | 'postgresql'): DialectTemplates | undefined {
+  return process.env.VITEST ? inject('testTemplates')?.[dialect] : undefined;
+}
+
+/**
+ * A fresh, migrated database: a temp SQLite file, or a randomly named PostgreSQL database. It is
+ * a copy of the run's migrated template when there is one, else migrated here.
+ */
 export async function createTestDatabase(
   dialect: 'sqlite' | 'postgresql' = 'sqlite',
-  options: Omit<DatabaseOptions, 'entities'> = {},
+  options: DatabaseOpenOptions = {},
 ): Promise<TestDatabase> {
+  const template = templatesOf(dialect)?.migrated;
+  if (template) return openDatabaseAt(await newDatabase(dialect, template), options);
   const database = await openEmptyDatabase(dialect, options);
   await database.db.migrate();
   return database;
 }
 
+/** A fresh database with the content of `template` (a path or a database name of `dialect`). */
+export async function copyOfTemplate(
+  dialect: 'sqlite' | 'postgresql',
+  template: string,
+  options: DatabaseOpenOptions = {},
+): Promise<TestDatabase> {
+  return openDatabaseAt(await newDatabase(dialect, template), options);
+}
+
 /** An empty database, opened but not migrated (for tests that run migrations step by step). */
 export async function openEmptyDatabase(
   dialect: 'sqlite' | 'postgresql',
-  options: Omit<DatabaseOptions, 'entities'> = {},
+  options: DatabaseOpenOptions = {},
 ): Promise<TestDatabase> {
-  const empty = await emptyDatabase(dialect);
-  const db = await openAppDatabase(empty.url, options);
-  return {
-    url: empty.url,
-    db,
-    async drop() {
-      await db.close();
-      await empty.drop();
-    },
-  };
+  return openDatabaseAt(await emptyDatabase(dialect), options);
 }
 
 /**
  * An empty database that nothing has opened yet (no tables): a path in a temp directory, or a
  * freshly created PostgreSQL database. For tests of what the CLI or a new process does to it.
  */
-export async function emptyDatabase(
+export function emptyDatabase(
   dialect: 'sqlite' | 'postgresql',
 ): Promise<{ url: string; drop(): Promise<void> }> {
+  return newDatabase(dialect);
+}
+
+async function newDatabase(
+  dialect: 'sqlite' | 'postgresql',
+  template?: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
   if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'tidegate-empty-'));
-    return {
-      url: join(dir, 'empty.sqlite'),
-      drop: async () => rmSync(dir, { recursive: true, force: true }),
-    };
+    const dir = mkdtempSync(join(tmpdir(), 'tidegate-test-'));
+    const url = join(dir, 'test.sqlite');
+    if (template) copyFileSync(template, url);
+    return { url, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
-  if (!TEST_POSTGRES_URL) throw new Error('TEST_POSTGRES_URL is not set');
+  const admin = TEST_POSTGRES_URL;
+  if (!admin) throw new Error('TEST_POSTGRES_URL is not set');
   const name = `tidegate_test_${randomBytes(6).toString('hex')}`;
-  const admin = new Client({ connectionString: TEST_POSTGRES_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(TEST_POSTGRES_URL);
-  url.pathname = `/${name}`;
+  await onPostgres(admin, (c) =>
+    c.query(`create database ${name}${template ? ` template ${template}` : ''}`),
+  );
   return {
-    url: url.toString(),
+    url: postgresDatabaseUrl(admin, name),
+    drop: async () => {
+      await onPostgres(admin, (c) => c.query(`drop database if exists ${name} with (force)`));
+    },
+  };
+}
+
+async function openDatabaseAt(
+  database: { url: string; drop(): Promise<void> },
+  options: DatabaseOpenOptions,
+): Promise<TestDatabase> {
+  const db = await openAppDatabase(database.url, options);
+  return {
+    url: database.url,
+    db,
     async drop() {
-      const c = new Client({ connectionString: TEST_POSTGRES_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
+      await db.close();
+      await database.drop();
     },
   };
 }

@@ -3,8 +3,9 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { seedDemo, type DemoCredentials } from '../../src/seed.js';
 import type { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
-import { createTestDatabase, type TestDatabase } from './db.js';
+import { copyOfTemplate, createTestDatabase, templatesOf, type TestDatabase } from './db.js';
 import { TEST_SECRETS_KEY } from './env.js';
+import { seededTemplateIsFresh } from './templates.js';
 
 export interface TestServer {
   url: string;
@@ -32,12 +33,28 @@ export interface TestServerOptions {
   telemetry?: Telemetry;
 }
 
-/** The real server on a random loopback port, on a fresh database, with the demo data. */
+/**
+ * The real server on a random loopback port, on a fresh database, with the demo data. On the
+ * system clock the database is a copy of the run's seeded template and `demo` its credentials;
+ * a server on a clock of its own (the demo's history is relative to it) seeds its own copy.
+ * Only the key policy of the configuration reaches the seed, and no setting of it changes what
+ * the seed writes (one key per account), so `env` does not decide between the two.
+ */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase(options.dialect ?? 'sqlite', {
-    onQuery: options.onQuery,
-    poolAcquireTimeoutMs: options.poolAcquireTimeoutMs,
-  });
+  const dialect = options.dialect ?? 'sqlite';
+  const dbOptions = { onQuery: options.onQuery, poolAcquireTimeoutMs: options.poolAcquireTimeoutMs };
+  const clock = options.clock ?? systemClock;
+  const template = templatesOf(dialect);
+  const seeded =
+    options.seed !== false &&
+    clock === systemClock &&
+    template &&
+    seededTemplateIsFresh(template, clock.now())
+      ? template
+      : undefined;
+  const database = seeded
+    ? await copyOfTemplate(dialect, seeded.seeded, dbOptions)
+    : await createTestDatabase(dialect, dbOptions);
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -49,15 +66,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     SHUTDOWN_DRAIN_MS: '0',
     ...options.env,
   });
-  const clock = options.clock ?? systemClock;
   const app = await buildApp(config, {
     db: database.db,
     clock,
     logger: false,
     telemetry: options.telemetry,
   });
-  const demo =
-    options.seed === false
+  const demo = seeded
+    ? seeded.demo
+    : options.seed === false
       ? { accounts: [], admin: { email: '', password: '', accountId: '' } }
       : await seedDemo(database.db, { clock, config });
   const url = await app.listen();
