@@ -58,6 +58,8 @@ export const auditCommands: CliCommand[] = [
               operation: r.operation,
               status: r.status,
               duration_ms: r.durationMs,
+              door: r.door ?? null,
+              error_code: r.errorCode ?? null,
             }) + '\n',
           );
         }

@@ -3,6 +3,7 @@ import { DateTimeType, Entity, Index, PrimaryKey, Property } from '@mikro-orm/co
 /** One row per API call (REST request, GraphQL operation, subscription start). Append-only. */
 @Entity({ tableName: 'audit_records' })
 @Index({ properties: ['accountId', 'at'] })
+@Index({ properties: ['accountId', 'requestId'] })
 export class AuditRecord {
   @PrimaryKey({ type: 'bigint', autoincrement: true })
   id!: string;
@@ -41,6 +42,14 @@ export class AuditRecord {
 
   @Property({ type: 'integer' })
   durationMs!: number;
+
+  /** graphql-http, graphql-ws, rest or console; null on rows written before it was recorded. */
+  @Property({ type: 'string', length: 16, nullable: true })
+  door?: string | null;
+
+  /** The first error's code (`FORBIDDEN`, `NOT_FOUND` ...), null when the call had none. */
+  @Property({ type: 'string', length: 40, nullable: true })
+  errorCode?: string | null;
 }
 
 export const auditEntities = [AuditRecord];

@@ -1,7 +1,7 @@
 import type { DomainModule } from '../gateway/schema/module.js';
-import { AuditResolver } from './resolvers.js';
+import { AuditResolver, RequestLogResolver } from './resolvers.js';
 
 export const auditModule: DomainModule = {
   name: 'audit',
-  resolvers: [AuditResolver],
+  resolvers: [AuditResolver, RequestLogResolver],
 };

@@ -72,6 +72,8 @@ const COLUMNS = [
   'operation',
   'status',
   'duration_ms',
+  'door',
+  'error_code',
 ] as const;
 const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
 
@@ -95,6 +97,8 @@ function bindRows(platform: Platform, rows: readonly AuditEntry[], into: BoundVa
     into[i++] = e.operation.slice(0, 200);
     into[i++] = e.status;
     into[i++] = Math.round(e.durationMs);
+    into[i++] = e.door ?? null;
+    into[i++] = e.errorCode?.slice(0, 40) ?? null;
   }
   into.length = i;
   return into;

@@ -25,6 +25,12 @@ export type Query = {
   __typename?: 'Query';
   /** Who the gateway thinks you are: account, plan and scopes. */
   viewer: Viewer;
+  /** Your account’s calls per day over the last `days` days (today included), against its plan’s limits. */
+  usage: Usage;
+  /** Your account’s calls, newest first. */
+  requestLog: AuditRecordConnection;
+  /** The call a request id (`X-Request-Id`, `requestId` of an error body) names, in your account. */
+  requestLogEntry: AuditRecord;
   /** The audit log, newest first. Admins only. */
   auditLog: AuditRecordConnection;
   /** Liquidity webhook endpoints of your account. */
@@ -106,6 +112,30 @@ export type Query = {
   document?: Maybe<Document>;
   /** Documents, newest first, optionally those attached to one record. */
   documents: DocumentConnection;
+};
+
+
+export type QueryUsageArgs = {
+  accountId?: InputMaybe<Scalars['ID']['input']>;
+  days?: Scalars['Int']['input'];
+};
+
+
+export type QueryRequestLogArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+  accountId?: InputMaybe<Scalars['ID']['input']>;
+  outcome?: InputMaybe<CallOutcome>;
+  status?: InputMaybe<Scalars['Int']['input']>;
+  operation?: InputMaybe<Scalars['String']['input']>;
+  since?: InputMaybe<Scalars['DateTimeISO']['input']>;
+  until?: InputMaybe<Scalars['DateTimeISO']['input']>;
+};
+
+
+export type QueryRequestLogEntryArgs = {
+  accountId?: InputMaybe<Scalars['ID']['input']>;
+  requestId: Scalars['String']['input'];
 };
 
 
@@ -417,6 +447,82 @@ export type Plan =
   | 'PROFESSIONAL'
   | 'INSTITUTIONAL';
 
+/** An account’s calls per day against its plan’s limits, by operation and by outcome (from the audit log). */
+export type Usage = {
+  __typename?: 'Usage';
+  calls: Scalars['Int']['output'];
+  /** Status below 400. */
+  successful: Scalars['Int']['output'];
+  /** Status 4xx. */
+  clientErrors: Scalars['Int']['output'];
+  /** Status 5xx. */
+  serverErrors: Scalars['Int']['output'];
+  accountId: Scalars['ID']['output'];
+  plan: Plan;
+  /** Start of the first day counted (UTC midnight). */
+  since: Scalars['DateTimeISO']['output'];
+  /** When the figures were read. */
+  until: Scalars['DateTimeISO']['output'];
+  /** Calls per minute the plan allows (liquidity API, per account). */
+  perMinute: Scalars['Int']['output'];
+  /** Calls per calendar month (UTC) the plan includes (liquidity API); null: unlimited. */
+  perMonth?: Maybe<Scalars['Int']['output']>;
+  /** Calls per minute per credential for the port-operations API. */
+  portOperationsPerMinute: Scalars['Int']['output'];
+  /** Every call of this calendar month (UTC), whatever the API. */
+  callsThisMonth: Scalars['Int']['output'];
+  /** One entry per day, oldest first, days without calls included. */
+  days: Array<UsageDay>;
+  /** The 50 most called operations and routes of the period, busiest first. */
+  byOperation: Array<UsageByOperation>;
+  /** Calls of the period by status and error code. */
+  byOutcome: Array<UsageByOutcome>;
+};
+
+/** One UTC day of calls. */
+export type UsageDay = {
+  __typename?: 'UsageDay';
+  calls: Scalars['Int']['output'];
+  /** Status below 400. */
+  successful: Scalars['Int']['output'];
+  /** Status 4xx. */
+  clientErrors: Scalars['Int']['output'];
+  /** Status 5xx. */
+  serverErrors: Scalars['Int']['output'];
+  /** `YYYY-MM-DD` (UTC). */
+  date: Scalars['String']['output'];
+};
+
+/** Calls of one operation or REST route. */
+export type UsageByOperation = {
+  __typename?: 'UsageByOperation';
+  calls: Scalars['Int']['output'];
+  /** Status below 400. */
+  successful: Scalars['Int']['output'];
+  /** Status 4xx. */
+  clientErrors: Scalars['Int']['output'];
+  /** Status 5xx. */
+  serverErrors: Scalars['Int']['output'];
+  /** Route (`GET /v1/...`) or operation (`query Name`). */
+  operation: Scalars['String']['output'];
+};
+
+/** Calls answered with one status (and, for errors, one code). */
+export type UsageByOutcome = {
+  __typename?: 'UsageByOutcome';
+  outcome: CallOutcome;
+  status: Scalars['Int']['output'];
+  /** The error code of 4xx and 5xx answers. */
+  code?: Maybe<Scalars['String']['output']>;
+  calls: Scalars['Int']['output'];
+};
+
+/** A call by its HTTP status: SUCCESS below 400, CLIENT_ERROR 4xx, SERVER_ERROR 5xx. */
+export type CallOutcome =
+  | 'SUCCESS'
+  | 'CLIENT_ERROR'
+  | 'SERVER_ERROR';
+
 export type AuditRecordConnection = {
   __typename?: 'AuditRecordConnection';
   edges: Array<AuditRecordEdge>;
@@ -448,7 +554,12 @@ export type AuditRecord = {
   /** Route (`GET /v1/...`) or operation (`query Name`). */
   operation: Scalars['String']['output'];
   status: Scalars['Int']['output'];
+  /** Latency: from the request arriving to the response sent. */
   durationMs: Scalars['Int']['output'];
+  /** The door the call came in by: graphql-http, graphql-ws, rest or console. */
+  door?: Maybe<Scalars['String']['output']>;
+  /** The `extensions.code` (REST: `error.code`) of the first error, if any. */
+  errorCode?: Maybe<Scalars['String']['output']>;
 };
 
 export type PageInfo = {

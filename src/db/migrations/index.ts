@@ -16,6 +16,7 @@ import { Migration20261125000100EventTraceContext } from './Migration20261125000
 import { Migration20261125000200PortOpsOrderIndexes } from './Migration20261125000200PortOpsOrderIndexes.js';
 import { Migration20261125000300PortOpsVersions } from './Migration20261125000300PortOpsVersions.js';
 import { Migration20261128000500OpenIdConnect } from './Migration20261128000500OpenIdConnect.js';
+import { Migration20261128000700ConsoleRequestLog } from './Migration20261128000700ConsoleRequestLog.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -39,4 +40,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261125000200PortOpsOrderIndexes', class: Migration20261125000200PortOpsOrderIndexes },
   { name: 'Migration20261125000300PortOpsVersions', class: Migration20261125000300PortOpsVersions },
   { name: 'Migration20261128000500OpenIdConnect', class: Migration20261128000500OpenIdConnect },
+  { name: 'Migration20261128000700ConsoleRequestLog', class: Migration20261128000700ConsoleRequestLog },
 ];

@@ -59,13 +59,9 @@ export function registerEdge(
       (options.config.graphql && request.gatewayMeta?.operation) || name || options.url || 'unmatched';
     const principal = request.principal;
     const status = reply.statusCode;
-    observe.metrics.request(
-      doorOf(request),
-      route,
-      status,
-      reply.elapsedTime / 1000,
-      request.gatewayMeta?.errorCodes ?? [],
-    );
+    const door = doorOf(request);
+    const errorCodes = request.gatewayMeta?.errorCodes ?? [];
+    observe.metrics.request(door, route, status, reply.elapsedTime / 1000, errorCodes);
     // Fastify's own request lines are off (app.ts): this one says who called what. Built only
     // when it will be written (LOG_LEVEL info or lower).
     if (INFO_OR_LOWER.has(request.log.level))
@@ -94,6 +90,8 @@ export function registerEdge(
       operation: route,
       status,
       durationMs: reply.elapsedTime,
+      door,
+      errorCode: errorCodes[0] ?? null,
     });
     done();
   });

@@ -277,7 +277,12 @@ export function registerGraphQLWs(
   });
 
   /** One audit record per operation started on a socket, like one per HTTP request. */
-  const recordStart = (state: ConnectionState, operation: string, status: number, startedAt: number) =>
+  const recordStart = (
+    state: ConnectionState,
+    operation: string,
+    { status, code }: StartOutcome,
+    startedAt: number,
+  ) =>
     audit.record({
       at: services.clock.now(),
       requestId: state.requestId,
@@ -289,6 +294,8 @@ export function registerGraphQLWs(
       operation: `ws ${operation}`,
       status,
       durationMs: performance.now() - startedAt,
+      door: 'graphql-ws',
+      errorCode: code,
     });
 
   const expireAt = (state: ConnectionState, socket: WebSocket) => {
@@ -402,7 +409,12 @@ export function registerGraphQLWs(
         const prepared = operations.prepare(payload.query, payload.operationName);
         if (prepared.kind === 'rejected') {
           // Like a malformed POST /graphql: audited under the door's name, status 400.
-          recordStart(state, 'graphql', prepared.status, startedAt);
+          recordStart(
+            state,
+            'graphql',
+            { status: prepared.status, code: prepared.codes[0] ?? null },
+            startedAt,
+          );
           return asErrors(prepared.body.errors);
         }
         // graphql-ws handles a connection's messages concurrently: the slot is taken before the
@@ -412,7 +424,7 @@ export function registerGraphQLWs(
             'RATE_LIMIT_EXCEEDED',
             `At most ${config.wsMaxSubscriptionsPerConnection} subscriptions per connection`,
           );
-          recordStart(state, prepared.label, error.status, startedAt);
+          recordStart(state, prepared.label, { status: error.status, code: error.code }, startedAt);
           return asErrors(formatError(error));
         }
         state.active.set(id, prepared.requirements);
@@ -423,7 +435,7 @@ export function registerGraphQLWs(
         });
         if ('status' in admitted) {
           state.active.delete(id);
-          recordStart(state, prepared.label, admitted.status, startedAt);
+          recordStart(state, prepared.label, startOutcome(admitted.body), startedAt);
           return asErrors(admitted.body.errors);
         }
         state.starting.set(id, { operation: prepared.label, startedAt });
@@ -443,7 +455,7 @@ export function registerGraphQLWs(
         const start = state?.starting.get(id);
         if (!state || !start) return;
         state.starting.delete(id);
-        recordStart(state, start.operation, startStatus(result), start.startedAt);
+        recordStart(state, start.operation, startOutcome(result), start.startedAt);
       },
       onComplete: (ctx, id) => {
         ctx.extra.state?.active.delete(id);
@@ -550,9 +562,16 @@ export function registerGraphQLWs(
  * success (as over HTTP, field errors keep 200); an answer without data was refused before
  * execution: the status its first error's code maps to.
  */
-function startStatus(result: unknown): number {
-  if (typeof result !== 'object' || result === null) return 200;
-  if (Symbol.asyncIterator in result || 'data' in result) return 200;
+function startOutcome(result: unknown): StartOutcome {
+  if (typeof result !== 'object' || result === null) return { status: 200, code: null };
   const code = (result as FormattedExecutionResult).errors?.[0]?.extensions?.code;
-  return statusOfCode(code);
+  const named = typeof code === 'string' ? code : null;
+  if (Symbol.asyncIterator in result || 'data' in result) return { status: 200, code: named };
+  return { status: statusOfCode(code), code: named };
+}
+
+/** The status and first error code an operation start is audited with. */
+interface StartOutcome {
+  status: number;
+  code: string | null;
 }

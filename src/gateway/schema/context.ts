@@ -58,6 +58,10 @@ export interface AuditEntry {
   operation: string;
   status: number;
   durationMs: number;
+  /** The door the call came in by: graphql-http, graphql-ws, rest, console. */
+  door?: string | null;
+  /** The code of the call's first error, if any. */
+  errorCode?: string | null;
 }
 
 /** Where every door records its calls (the audit domain's writer; src/audit/writer.ts). */
