@@ -30,7 +30,7 @@ import { Telemetry } from './gateway/observability/telemetry.js';
 import { prepareRoutes, registerRestRoutes } from './gateway/doors/rest.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { openSecretBox } from './kernel/secret-box.js';
-import { MODULES, gatewaySchema } from './modules.js';
+import { MODULES, gatewaySchema, subgraph } from './modules.js';
 import { isRunningAuth, type RunningAuth } from './auth/module.js';
 import { createEventBus } from './events/bus.js';
 import { observedPublisher } from './events/module.js';
@@ -113,7 +113,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   if (config.benchRoutes) registerBenchRoutes(fastify);
 
-  const schema = gatewaySchema();
+  // SUBGRAPH=<name>: only that part of the schema, as an Apollo Federation 2 subgraph behind a
+  // router; everything below (credentials, admission, audit, the pipeline) is the same.
+  const schema = config.subgraph ? subgraph(config.subgraph).schema : gatewaySchema();
   const policy = new AccessPolicy(schema);
   const credentials = new AccountCredentials(db, clock, config.credentialCacheTtlMs);
   const limiter = options.admission
@@ -178,9 +180,14 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   registerErrorHandlers(fastify);
   registerEdge(fastify, credentials, audit, clock, { metrics, telemetry });
   const cors = config.corsOrigins.length > 0 ? registerCors(fastify, apiCors(config.corsOrigins)) : undefined;
-  await registerPlayground(fastify, services);
   registerMetricsRoute(fastify, metrics, config.metricsToken);
-  registerOpenApiRoute(fastify, gatewayOpenApi(schema, policy, MODULES));
+  // The REST shims, OpenAPI, OAuth endpoints, console and playground read the whole schema: a
+  // subgraph serves GraphQL only, and the whole gateway beside it keeps serving them.
+  const whole = !config.subgraph;
+  if (whole) {
+    await registerPlayground(fastify, services);
+    registerOpenApiRoute(fastify, gatewayOpenApi(schema, policy, MODULES));
+  }
 
   let closing = false;
   fastify.get('/healthz', async () => ({ status: 'ok' }));
@@ -199,16 +206,18 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     MODULES.flatMap((m) => (m.answers ? [m.answers] : [])),
   );
   const apollo = await registerGraphQL(fastify, operations, services);
-  registerRestRoutes(
-    fastify,
-    operations,
-    prepareRoutes(
+  if (whole) {
+    registerRestRoutes(
+      fastify,
       operations,
-      MODULES.flatMap((m) => m.restRoutes ?? []),
-    ),
-  );
-  for (const module of MODULES) await module.http?.(fastify, services, operations);
-  for (const module of running) await module.http?.(fastify, operations);
+      prepareRoutes(
+        operations,
+        MODULES.flatMap((m) => m.restRoutes ?? []),
+      ),
+    );
+    for (const module of MODULES) await module.http?.(fastify, services, operations);
+    for (const module of running) await module.http?.(fastify, operations);
+  }
   cors?.answerPreflights();
   const ws = registerGraphQLWs(fastify, operations, services, credentials, audit);
   metrics.observeSockets(() => ({ connections: ws.connectionCount, subscriptions: ws.subscriptionCount }));

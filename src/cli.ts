@@ -16,12 +16,19 @@ import { packageVersion } from './kernel/package-root.js';
 const coreCommands: CliCommand[] = [
   {
     name: 'serve',
-    description: 'Start the gateway (same as npm start)',
-    usage: '',
+    description: 'Start the gateway (same as npm start), or one federation subgraph of it',
+    usage: '[--subgraph accounts|port-ops|liquidity]',
+    options: {
+      subgraph: {
+        type: 'string',
+        description: 'Serve only this Apollo Federation 2 subgraph on /graphql (same as SUBGRAPH=<name>)',
+      },
+    },
     noDatabase: true,
-    async run() {
+    async run(_ctx, { options }) {
       const { serve } = await import('./main.js');
-      await serve();
+      const subgraph = options.subgraph;
+      await serve(typeof subgraph === 'string' ? { ...process.env, SUBGRAPH: subgraph } : process.env);
       return { json: null, text: '' };
     },
   },

@@ -10,7 +10,13 @@ export interface PlanLimit {
   perMonth: number | null;
 }
 
+/** The parts the schema splits into when run as Apollo Federation 2 subgraphs (src/modules.ts). */
+export const SUBGRAPH_NAMES = ['accounts', 'port-ops', 'liquidity'] as const;
+export type SubgraphName = (typeof SUBGRAPH_NAMES)[number];
+
 export interface Config {
+  /** Serve only this subgraph's schema on /graphql (SUBGRAPH); unset: the whole gateway. */
+  subgraph: SubgraphName | undefined;
   port: number;
   host: string;
   /** A SQLite file path or a postgres:// URL. */
@@ -210,6 +216,7 @@ export function loadConfig(env: Env = process.env): Config {
   ) as Record<Plan, PlanLimit>;
 
   const config: Config = {
+    subgraph: parseSubgraph(env.SUBGRAPH, problems),
     port,
     host,
     databaseUrl,
@@ -299,6 +306,14 @@ function parseCorsOrigins(raw: string | undefined, problems: string[]): string[]
     }
   }
   return entries.map((entry) => entry.replace(/\/$/, ''));
+}
+
+function parseSubgraph(raw: string | undefined, problems: string[]): SubgraphName | undefined {
+  const name = raw?.trim();
+  if (!name) return undefined;
+  if ((SUBGRAPH_NAMES as readonly string[]).includes(name)) return name as SubgraphName;
+  problems.push(`SUBGRAPH must be one of ${SUBGRAPH_NAMES.join(', ')} (got '${raw}')`);
+  return undefined;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

@@ -3,16 +3,22 @@ import { ConfigError, loadConfig } from './config.js';
 import { formatDemoCredentials, isEmpty, seedDemo } from './seed.js';
 
 /** Process entry: config → app → (demo seed on an empty database) → listen → graceful shutdown. */
-export async function serve(): Promise<void> {
-  const config = loadConfig();
+export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
+  const config = loadConfig(env);
   const app = await buildApp(config);
   const { services } = app;
-  const creds =
-    config.demoSeed && (await isEmpty(services.db.em())) ? await seedDemo(services.db, services) : null;
+  // Subgraph processes share the whole gateway's database and leave seeding to it: several of them
+  // starting on one empty database would race to seed it.
+  const seed = config.demoSeed && !config.subgraph && (await isEmpty(services.db.em()));
+  const creds = seed ? await seedDemo(services.db, services) : null;
   const url = await app.listen();
   // To stderr, once, with the address actually listened on: stdout carries only the JSON log.
   if (creds) process.stderr.write(formatDemoCredentials(creds, url) + '\n');
-  services.logger.info({ url, database: services.db.dialect }, `tidegate listening on ${url}`);
+  const serving = config.subgraph ? `subgraph ${config.subgraph}` : 'tidegate';
+  services.logger.info(
+    { url, database: services.db.dialect, subgraph: config.subgraph },
+    `${serving} listening on ${url}`,
+  );
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -63,6 +63,14 @@ describe('configuration', () => {
     }
   });
 
+  it('serves the whole gateway unless SUBGRAPH names one of the subgraphs', () => {
+    expect(loadConfig({}).subgraph).toBeUndefined();
+    expect(loadConfig({ SUBGRAPH: 'port-ops' }).subgraph).toBe('port-ops');
+    expect(() => loadConfig({ SUBGRAPH: 'vessels' })).toThrow(
+      "SUBGRAPH must be one of accounts, port-ops, liquidity (got 'vessels')",
+    );
+  });
+
   it('understands every documented TRUST_PROXY form, in any case', () => {
     expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: 'False' }).trustProxy).toBe(false);

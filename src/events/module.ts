@@ -25,16 +25,18 @@ export function observedPublisher(bus: EventBus, metrics: Pick<Metrics, 'publish
   };
 }
 
+/** The webhook endpoints and deliveries of an account, both domains' doors. */
+export const webhookResolvers = [
+  LiquidityWebhookResolver,
+  PortOpsWebhookResolver,
+  WebhookDeliveryResolver,
+  WebhookEndpointPageResolver,
+  WebhookDeliveryPageResolver,
+];
+
 export const eventsModule: DomainModule = {
   name: 'events',
-  resolvers: [
-    LiveEventsResolver,
-    LiquidityWebhookResolver,
-    PortOpsWebhookResolver,
-    WebhookDeliveryResolver,
-    WebhookEndpointPageResolver,
-    WebhookDeliveryPageResolver,
-  ],
+  resolvers: [LiveEventsResolver, ...webhookResolvers],
   restRoutes: eventsRestRoutes,
   async start(services) {
     const resealed = await resealLegacySecrets(services.db, services.secrets);

@@ -8,12 +8,20 @@ import {
 } from '../../codegen.js';
 import { AccessPolicy } from '../../src/gateway/pipeline/access.js';
 import { printGatewaySchema } from '../../src/gateway/schema/build.js';
-import { gatewaySchema } from '../../src/modules.js';
+import { SUBGRAPH_NAMES } from '../../src/config.js';
+import { gatewaySchema, subgraph, subgraphSdlFile } from '../../src/modules.js';
 
 describe('checked-in artifacts', () => {
   it('schema/schema.graphql matches the code-first schema (run `npm run schema`)', () => {
     expect(readFileSync('schema/schema.graphql', 'utf8')).toBe(printGatewaySchema(gatewaySchema()));
   });
+
+  it.each(SUBGRAPH_NAMES)(
+    'schema/subgraphs/%s.graphql matches the subgraph (run `npm run schema`)',
+    (name) => {
+      expect(readFileSync(subgraphSdlFile(name), 'utf8')).toBe(subgraph(name).sdl);
+    },
+  );
 
   it('src/generated/graphql.ts matches schema/operations (run `npm run codegen`)', async () => {
     expect(readFileSync(GENERATED_FILE, 'utf8')).toBe(await generateTypedDocuments());

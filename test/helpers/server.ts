@@ -1,5 +1,5 @@
 import { buildApp, type App } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config, type SubgraphName } from '../../src/config.js';
 import { seedDemo, type DemoCredentials } from '../../src/seed.js';
 import type { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
@@ -33,6 +33,37 @@ export interface TestServerOptions {
   telemetry?: Telemetry;
 }
 
+/** The environment of a test server on this database, as an operator would set it. */
+function testEnv(databaseUrl: string, env: Record<string, string> = {}): Record<string, string | undefined> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'warn',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    SECRETS_KEY: TEST_SECRETS_KEY,
+    // Nothing keeps connections to a test server across its close: no need to drain them.
+    SHUTDOWN_DRAIN_MS: '0',
+    ...env,
+  };
+}
+
+/**
+ * One federation subgraph (SUBGRAPH=<name>) on a random loopback port, over the database of a
+ * running test server, with its own connection to it as a separate process would have.
+ */
+export async function startSubgraphServer(
+  beside: TestServer,
+  name: SubgraphName,
+  env: Record<string, string> = {},
+): Promise<{ url: string; app: App; close(): Promise<void> }> {
+  const app = await buildApp(loadConfig(testEnv(beside.database.url, { ...env, SUBGRAPH: name })), {
+    logger: false,
+  });
+  const url = await app.listen();
+  return { url, app, close: () => app.close() };
+}
+
 /**
  * The real server on a random loopback port, on a fresh database, with the demo data. On the
  * system clock the database is a copy of the run's seeded template and `demo` its credentials;
@@ -55,17 +86,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database = seeded
     ? await copyOfTemplate(dialect, seeded.seeded, dbOptions)
     : await createTestDatabase(dialect, dbOptions);
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DATABASE_URL: database.url,
-    LOG_LEVEL: 'warn',
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    SECRETS_KEY: TEST_SECRETS_KEY,
-    // Nothing keeps connections to a test server across its close: no need to drain them.
-    SHUTDOWN_DRAIN_MS: '0',
-    ...options.env,
-  });
+  const config = loadConfig(testEnv(database.url, options.env));
   const app = await buildApp(config, {
     db: database.db,
     clock,

@@ -1,6 +1,9 @@
 import { ApolloServer, HeaderMap, type ApolloServerPlugin, type GraphQLResponse } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { fastifyApolloDrainPlugin, fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import Negotiator from 'negotiator';
@@ -80,8 +83,22 @@ function answerOverHttp(
   });
 }
 
+/**
+ * A federation subgraph answers every GraphQL response with 200, as GraphQL over HTTP asks of
+ * application/json: routers (Apollo Gateway and Router) read a subgraph's errors only from a 2xx
+ * body and turn any other status into a transport failure, losing the error's code. The headers
+ * (Retry-After, X-RateLimit-*) stay; the whole gateway keeps a status per error code.
+ */
+function answerAsSubgraph(...args: Parameters<typeof answerOverHttp>): MaybePromise<Answer> {
+  return andThen(answerOverHttp(...args), (answer) =>
+    answer.status === 200 ? answer : { ...answer, status: 200 },
+  );
+}
+
+type Answerer = typeof answerOverHttp;
+
 /** Hands Apollo's parsed and validated operation to the pipeline instead of Apollo's executor. */
-function pipelinePlugin(operations: Operations): ApolloServerPlugin<HttpContext> {
+function pipelinePlugin(operations: Operations, answerOverHttp: Answerer): ApolloServerPlugin<HttpContext> {
   return {
     async requestDidStart() {
       return {
@@ -166,6 +183,7 @@ export async function registerGraphQL(
   operations: Operations,
   services: AppServices,
 ): Promise<ApolloServer<HttpContext>> {
+  const answer: Answerer = services.config.subgraph ? answerAsSubgraph : answerOverHttp;
   const apollo = new ApolloServer<HttpContext>({
     schema: operations.schema,
     introspection: true,
@@ -180,9 +198,12 @@ export async function registerGraphQL(
     includeStacktraceInErrorResponses: false,
     plugins: [
       fastifyApolloDrainPlugin(app),
-      pipelinePlugin(operations),
+      pipelinePlugin(operations, answer),
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginLandingPageDisabled(),
+      // Apollo turns federated traces on by itself when the schema has `_service` (a subgraph); the
+      // pipeline's own spans (observability/telemetry.ts) are the traces.
+      ApolloServerPluginInlineTraceDisabled(),
     ],
     formatError: (formatted, error) =>
       formatGraphQLError(formatted, error, (e) =>
@@ -203,9 +224,9 @@ export async function registerGraphQL(
       const thin = thinDoorRequest(request);
       if (!thin) return apolloHandler.call(this, request, reply);
       const prepared = operations.prepare(thin.query, thin.operationName);
-      const answer = answerOverHttp(operations, prepared, request, thin.variables);
-      if (!isPromise(answer)) return send(reply, thin.type, answer);
-      return andThen(answer, (a) => send(reply, thin.type, a));
+      const answered = answer(operations, prepared, request, thin.variables);
+      if (!isPromise(answered)) return send(reply, thin.type, answered);
+      return andThen(answered, (a) => send(reply, thin.type, a));
     },
     config: { audit: 'graphql', graphql: true },
   });

@@ -184,7 +184,9 @@ export class AccessPolicy {
       for (const selection of selectionSet.selections) {
         if (selection.kind === Kind.FIELD) {
           const name = selection.name.value;
-          if (name.startsWith('__')) continue;
+          // `_service { sdl }` is a federation subgraph's introspection (the SDL a router composes,
+          // checked in under schema/subgraphs/): open as `__schema` is.
+          if (name.startsWith('__') || (isRoot && name === '_service')) continue;
           if (isRoot) {
             // Every root field needs a caller, whether or not it names a scope.
             result.authenticated = true;
