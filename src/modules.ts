@@ -30,12 +30,17 @@ export function gatewaySchema(): GraphQLSchema {
 
 /**
  * The same resolvers split into Apollo Federation 2 subgraphs (SUBGRAPH=<name>): the two domains,
- * and `accounts` for what belongs to the caller whichever domain it uses (the viewer, the audit
- * log, webhook endpoints). Together they cover every field of the gateway schema.
+ * and `accounts` for what belongs to an account whichever domain it uses (the viewer, its plan,
+ * the audit log, webhook endpoints). Together they cover every field of the gateway schema.
  */
 export const SUBGRAPHS: Record<SubgraphName, SubgraphDefinition> = {
   accounts: {
-    resolvers: [...accountsModule.resolvers, ...auditModule.resolvers, ...webhookResolvers],
+    resolvers: [
+      ...accountsModule.resolvers,
+      ...auditModule.resolvers,
+      ...authModule.resolvers,
+      ...webhookResolvers,
+    ],
     shareable: ['PageInfo'],
     entities: { Viewer: { key: 'accountId', resolveReference: viewerByReference } },
   },
