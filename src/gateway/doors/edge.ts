@@ -61,7 +61,7 @@ export function registerEdge(
     const status = reply.statusCode;
     const door = doorOf(request);
     const errorCodes = request.gatewayMeta?.errorCodes ?? [];
-    observe.metrics.request(door, route, status, reply.elapsedTime / 1000, errorCodes);
+    observe.metrics.request(door, route, status, reply.elapsedTime / 1000, errorCodes, principal !== null);
     // Fastify's own request lines are off (app.ts): this one says who called what. Built only
     // when it will be written (LOG_LEVEL info or lower).
     if (INFO_OR_LOWER.has(request.log.level))

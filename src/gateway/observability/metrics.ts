@@ -167,8 +167,16 @@ class RequestSeries {
   }
 }
 
-/** Client-chosen operation names are unbounded: past this many distinct ones, the rest share one label. */
+/**
+ * Client-chosen operation names are unbounded: past this many distinct ones, the rest share the
+ * label `other`. Only operations of authenticated callers that were admitted spend the budget, so a
+ * stranger cannot use it up; the others count under UNADMITTED.
+ */
 const MAX_OPERATION_LABELS = 500;
+/** The `route` of every GraphQL request refused before it ran: no credential, refused by scope, plan or rate. */
+export const UNADMITTED = 'unadmitted';
+/** Statuses of an operation refused before it ran (the access check and the rate limiter). */
+const REFUSED = new Set([401, 402, 403, 429]);
 
 /**
  * The service's Prometheus metrics, in a Registry of its own (never prom-client's global one), so
@@ -319,9 +327,24 @@ export class Metrics {
     this.answerCacheSize = probe;
   }
 
-  /** One answered request. `route` is the route template or the GraphQL operation ("query Name"). */
-  request(door: Door, route: string, status: number, seconds: number, errorCodes: readonly string[]): void {
-    const label = door === 'graphql-http' ? this.operationLabel(route) : route;
+  /**
+   * One answered request. `route` is the route template or the GraphQL operation ("query Name");
+   * an operation gets its own label only when an `authenticated` caller's request was admitted.
+   */
+  request(
+    door: Door,
+    route: string,
+    status: number,
+    seconds: number,
+    errorCodes: readonly string[],
+    authenticated: boolean,
+  ): void {
+    const label =
+      door !== 'graphql-http'
+        ? route
+        : authenticated && !REFUSED.has(status)
+          ? this.operationLabel(route)
+          : UNADMITTED;
     this.requests.observe(door, label, status, seconds);
     for (const code of errorCodes) this.errors.inc({ door, code });
   }

@@ -8,7 +8,7 @@ import {
   type Receiver,
 } from '../../events/helpers.js';
 import { parsePrometheus, seriesValue, type Family } from '../../helpers/prometheus.js';
-import { rest, startTestServer, type TestServer } from '../../helpers/server.js';
+import { gql, rest, startTestServer, type TestServer } from '../../helpers/server.js';
 
 type Families = Map<string, Family>;
 
@@ -72,6 +72,39 @@ describe('Prometheus metrics at /metrics', () => {
     expect(
       value(after, 'tidegate_requests_total', { door: 'other', route: '/metrics' }),
     ).toBeGreaterThanOrEqual(1);
+  });
+
+  it('gives an operation its own label only when an authenticated caller was admitted: 510 strangers spend none of the 500', async () => {
+    for (let batch = 0; batch < 510; batch += 30) {
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          gql(server.url, `query Junk${batch + i} { viewer { plan } }`).then((r) =>
+            expect(r.status).toBe(401),
+          ),
+        ),
+      );
+    }
+    const refused = await gql(server.url, 'query Refused { protocols(first: 1) { totalCount } }', {
+      key: server.key('OBSERVER'),
+    });
+    expect(refused.status).toBe(402);
+    const real = await gql(server.url, 'query RealDashboard { viewer { plan } }', {
+      key: server.key('INSTITUTIONAL'),
+    });
+    expect(real.status).toBe(200);
+    const after = await scrape(server.url);
+    const graphql = { door: 'graphql-http' };
+    expect(
+      value(after, 'tidegate_requests_total', { ...graphql, route: 'query RealDashboard', status: '200' }),
+    ).toBe(1);
+    expect(value(after, 'tidegate_requests_total', { ...graphql, route: 'unadmitted', status: '401' })).toBe(
+      510,
+    );
+    expect(value(after, 'tidegate_requests_total', { ...graphql, route: 'unadmitted', status: '402' })).toBe(
+      1,
+    );
+    const routes = after.get('tidegate_requests_total')!.series.map((s) => s.labels.route);
+    expect(routes.filter((r) => r?.startsWith('query Junk') || r === 'query Refused')).toEqual([]);
   });
 
   it('counts rate-limit refusals by plan', async () => {

@@ -20,9 +20,9 @@ describe('request metrics (counted per door and route, written on scrape)', () =
     const empty = parsePrometheus(await metrics.exposition()).get(DURATION);
     expect(empty).toMatchObject({ type: 'histogram', series: [] });
 
-    metrics.request('rest', 'GET /v1/market', 200, 0.003, []);
-    metrics.request('rest', 'GET /v1/market', 200, 0.001, []); // on a bound: counted in that bucket
-    metrics.request('rest', 'GET /v1/market', 500, 20, []); // above every bound: only +Inf
+    metrics.request('rest', 'GET /v1/market', 200, 0.003, [], true);
+    metrics.request('rest', 'GET /v1/market', 200, 0.001, [], true); // on a bound: counted in that bucket
+    metrics.request('rest', 'GET /v1/market', 500, 20, [], true); // above every bound: only +Inf
     const text = await metrics.exposition();
     const market = { door: 'rest', route: 'GET /v1/market' };
     expect(bucket(text, market, '0.001')).toBe(1);
@@ -39,9 +39,9 @@ describe('request metrics (counted per door and route, written on scrape)', () =
   it('counts answers by status once: a second scrape adds only what came since', async () => {
     const metrics = new Metrics();
     const ok = { door: 'graphql-http', route: 'query Market', status: '200' };
-    metrics.request('graphql-http', 'query Market', 200, 0.002, []);
-    metrics.request('graphql-http', 'query Market', 200, 0.002, []);
-    metrics.request('graphql-http', 'query Market', 400, 0.002, ['BAD_USER_INPUT']);
+    metrics.request('graphql-http', 'query Market', 200, 0.002, [], true);
+    metrics.request('graphql-http', 'query Market', 200, 0.002, [], true);
+    metrics.request('graphql-http', 'query Market', 400, 0.002, ['BAD_USER_INPUT'], true);
     let families = parsePrometheus(await metrics.exposition());
     expect(seriesValue(families, 'tidegate_requests_total', ok)).toBe(2);
     expect(seriesValue(families, 'tidegate_requests_total', { ...ok, status: '400' })).toBe(1);
@@ -49,7 +49,7 @@ describe('request metrics (counted per door and route, written on scrape)', () =
 
     families = parsePrometheus(await metrics.exposition());
     expect(seriesValue(families, 'tidegate_requests_total', ok)).toBe(2);
-    metrics.request('graphql-http', 'query Market', 200, 0.002, []);
+    metrics.request('graphql-http', 'query Market', 200, 0.002, [], true);
     families = parsePrometheus(await metrics.exposition());
     expect(seriesValue(families, 'tidegate_requests_total', ok)).toBe(3);
     expect(seriesValue(families, DURATION, { door: 'graphql-http', route: 'query Market' })).toBe(4);
@@ -58,7 +58,7 @@ describe('request metrics (counted per door and route, written on scrape)', () =
   it('escapes label values in the histogram lines as the format wants', async () => {
     const metrics = new Metrics();
     const route = 'query Odd "name" \\ with\na newline';
-    metrics.request('rest', route, 200, 0.01, []);
+    metrics.request('rest', route, 200, 0.01, [], true);
     const families = parsePrometheus(await metrics.exposition());
     expect(seriesValue(families, DURATION, { door: 'rest', route })).toBe(1);
     expect(seriesValue(families, 'tidegate_requests_total', { door: 'rest', route, status: '200' })).toBe(1);
