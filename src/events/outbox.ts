@@ -21,7 +21,7 @@ import {
 } from './entities.js';
 import { dropExpiredPreviousSecrets, purgeExpired } from './retention.js';
 import { signingSecrets } from './secrets.js';
-import { SIGNATURE_HEADER, signatureHeader } from './signature.js';
+import { SIGNATURE_HEADER, signatureHeader, standardWebhookHeaders } from './signature.js';
 import { WebhookHttp, type Answer } from './delivery-http.js';
 import { vetWebhookUrl, type Resolver } from './ssrf.js';
 
@@ -402,6 +402,7 @@ export class WebhookOutbox {
       });
       const body = webhookBody(event);
       const signedAt = clock.now();
+      const signing = signingSecrets(secrets, endpoint, signedAt);
       answer = await this.options.telemetry.delivery(
         event,
         {
@@ -416,7 +417,8 @@ export class WebhookOutbox {
             'tidegate-event-id': event.id,
             'tidegate-event-type': event.type,
             'tidegate-delivery-id': delivery.id,
-            [SIGNATURE_HEADER]: signatureHeader(signingSecrets(secrets, endpoint, signedAt), body, signedAt),
+            [SIGNATURE_HEADER]: signatureHeader(signing, body, signedAt),
+            ...standardWebhookHeaders(signing, event.id, body, signedAt),
             ...traceHeaders,
           }),
         (answer) => answer.statusCode,

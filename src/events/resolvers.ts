@@ -90,8 +90,17 @@ export class WebhookRegistration {
   @Field(() => WebhookEndpoint)
   endpoint!: WebhookEndpoint;
 
-  @Field(() => String, { description: 'HMAC-SHA256 signing secret. Store it now: it is never shown again.' })
+  @Field(() => String, {
+    description:
+      'HMAC-SHA256 signing secret of the Tidegate-Signature header. Store it now: it is never shown again.',
+  })
   secret!: string;
+
+  @Field(() => String, {
+    description:
+      'The same secret as Standard Webhooks libraries take it (whsec_ + base64 of the key bytes), for the webhook-signature header. Shown only now, like secret.',
+  })
+  standardWebhooksSecret!: string;
 }
 
 /** The GraphQL field names of one door; the two doors differ in names and gate only. */

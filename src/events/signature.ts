@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual } from '../kernel/crypto.js';
+import { SECRET_PREFIX } from './secrets.js';
 
 /**
  * `Tidegate-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>`, with one
@@ -19,6 +20,46 @@ export function signatureHeader(secrets: readonly string[], rawBody: string, at:
 
 function hmacHex(secret: string, data: string): string {
   return createHmac('sha256', secret).update(data).digest('hex');
+}
+
+/**
+ * The key bytes of a `whsec_<base64url>` secret under the Standard Webhooks scheme: the random
+ * bytes it encodes (Tidegate-Signature keys its HMAC with the whole string instead, as before).
+ */
+function standardKey(secret: string): Buffer {
+  return Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64url');
+}
+
+/**
+ * The same secret in the form Standard Webhooks libraries take: `whsec_` + standard base64 of the
+ * key bytes. Shown beside the secret wherever it is shown once.
+ */
+export function standardWebhooksSecret(secret: string): string {
+  return `${SECRET_PREFIX}${standardKey(secret).toString('base64')}`;
+}
+
+/**
+ * Standard Webhooks 1.0 headers: `webhook-id` (the event id: the same on every retry and
+ * redelivery, for the receiver's idempotency), `webhook-timestamp` (unix seconds) and
+ * `webhook-signature`, one space-separated `v1,<base64 HMAC-SHA256(key, id.timestamp.body)>` per
+ * secret the endpoint signs with (two during a rotation's overlap window, new secret first).
+ */
+export function standardWebhookHeaders(
+  secrets: readonly string[],
+  id: string,
+  rawBody: string,
+  at: Date,
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  if (secrets.length === 0) throw new Error('standardWebhookHeaders needs at least one secret');
+  const t = Math.floor(at.getTime() / 1000);
+  const signed = `${id}.${t}.${rawBody}`;
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(t),
+    'webhook-signature': secrets
+      .map((secret) => `v1,${createHmac('sha256', standardKey(secret)).update(signed).digest('base64')}`)
+      .join(' '),
+  };
 }
 
 /**

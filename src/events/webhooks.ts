@@ -16,6 +16,7 @@ import {
   WebhookEndpointStatus,
 } from './entities.js';
 import { newSigningSecret, sealedForm } from './secrets.js';
+import { standardWebhooksSecret } from './signature.js';
 import { vetWebhookUrl } from './ssrf.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
@@ -44,7 +45,15 @@ export interface EndpointWithSecret {
   endpoint: WebhookEndpoint;
   /** The signing secret: returned once, here, and never again. */
   secret: string;
+  /** The same secret in the form Standard Webhooks libraries take (`whsec_<base64>`). */
+  standardWebhooksSecret: string;
 }
+
+const shownOnce = (endpoint: WebhookEndpoint, secret: string): EndpointWithSecret => ({
+  endpoint,
+  secret,
+  standardWebhooksSecret: standardWebhooksSecret(secret),
+});
 
 const DOMAIN_NOUN: Record<WebhookDomain, string> = {
   [WebhookDomain.LIQUIDITY]: 'Webhook endpoint',
@@ -119,7 +128,7 @@ export async function registerEndpoint(
       createdAt: env.clock.now(),
     });
     tx.persist(endpoint);
-    return { endpoint, secret: secret.plaintext };
+    return shownOnce(endpoint, secret.plaintext);
   });
 }
 
@@ -200,8 +209,8 @@ export async function updateEndpoint(
 }
 
 /**
- * A new signing secret, shown once. The old one keeps signing — as a second `v1` in the
- * signature header — until WEBHOOK_SECRET_OVERLAP has passed, so receivers can switch without
+ * A new signing secret, shown once. The old one keeps signing — as a second `v1` in both
+ * signature headers — until WEBHOOK_SECRET_OVERLAP has passed, so receivers can switch without
  * dropping deliveries. Rotating again within the window drops the oldest secret at once.
  */
 export async function rotateSecret(
@@ -226,7 +235,7 @@ export async function rotateSecret(
   if (changed === 0)
     throw conflict(`The secret of ${endpoint.id} was rotated by another request just now; try again`);
   await em.refresh(endpoint);
-  return { endpoint, secret: fresh.plaintext };
+  return shownOnce(endpoint, fresh.plaintext);
 }
 
 export async function deleteEndpoint(
