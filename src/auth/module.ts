@@ -119,6 +119,8 @@ async function browserPages(app: FastifyInstance, runtime: AuthRuntime): Promise
  */
 export const authModule: DomainModule = {
   name: 'auth',
+  summary:
+    'The OAuth 2.0 authorization server and OpenID Connect provider: tokens, revocation, introspection, userinfo and discovery',
   openApi: oauthOpenApi,
   resolvers: [PlanChangeResolver],
   async start(services) {

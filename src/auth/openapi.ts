@@ -234,7 +234,24 @@ export const oauthOpenApi: DescribedRoute[] = [
         '200': json('JWK set', {
           type: 'object',
           required: ['keys'],
-          properties: { keys: { type: 'array', items: { type: 'object', required: ['kty', 'kid'] } } },
+          properties: {
+            keys: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['kty', 'kid'],
+                properties: {
+                  kty: { type: 'string', enum: ['EC'] },
+                  kid: str('RFC 7638 thumbprint of the key'),
+                  alg: { type: 'string', enum: ['ES256'] },
+                  use: { type: 'string', enum: ['sig'] },
+                  crv: { type: 'string', enum: ['P-256'] },
+                  x: { type: 'string' },
+                  y: { type: 'string' },
+                },
+              },
+            },
+          },
         }),
       },
       security: [],

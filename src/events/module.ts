@@ -36,6 +36,7 @@ export const webhookResolvers = [
 
 export const eventsModule: DomainModule = {
   name: 'events',
+  summary: 'Webhook endpoints (liquidity and port-operations doors), their deliveries and signing secrets',
   resolvers: [LiveEventsResolver, ...webhookResolvers],
   restRoutes: eventsRestRoutes,
   async start(services) {

@@ -183,13 +183,18 @@ export async function vetWebhookUrl(
   // Every answer must pass: an attacker controlling DNS would otherwise mix in a private one.
   for (const { address } of answers) {
     const kind = classifyAddress(address);
-    if (kind === 'metadata')
-      throw badInput('url', `resolves to ${address}, a cloud metadata address`, { address });
-    if (kind === 'private' && !allowPrivate) {
-      throw badInput('url', `resolves to ${address}, a private, loopback, link-local or reserved address`, {
-        address,
-      });
+    if (kind === 'public' || (kind === 'private' && allowPrivate)) continue;
+    // An address typed into the URL can be named; one that DNS answered cannot: the refusal would
+    // tell the caller what a name resolves to from inside our network (a DNS oracle).
+    if (isIP(host)) {
+      throw badInput(
+        'url',
+        kind === 'metadata'
+          ? `${host} is a cloud metadata address`
+          : `${host} is a private, loopback, link-local or reserved address`,
+      );
     }
+    throw badInput('url', `host '${host}' resolves to an address webhooks may not reach`);
   }
   return {
     url,

@@ -7,6 +7,8 @@ import { seedLiquidityDemo } from './seed.js';
 
 export const liquidityModule: DomainModule = {
   name: 'liquidity',
+  summary:
+    'Liquidity scoring of tokenized real-world-asset protocols: profiles, scores, history, backtests, watchlists and bulk export',
   resolvers: [LiquidityResolver],
   restRoutes: liquidityRestRoutes,
   answers: liquidityAnswers,

@@ -10,6 +10,7 @@ import { badInput } from '../kernel/errors.js';
 import { actorOf, findOwned } from './common.js';
 import {
   assertUploadUnused,
+  CONTENT_TYPES,
   contentDisposition,
   contentPath,
   createDocument,
@@ -19,7 +20,7 @@ import {
   verifyUpload,
   type DocumentMetaInput,
 } from './documents.js';
-import { Document } from './entities.js';
+import { AttachmentType, Document, DocumentKind } from './entities.js';
 
 /*
  * The only hand-written port-ops routes, because they stream: multipart upload, signed-URL
@@ -202,7 +203,23 @@ export const documentsOpenApi: DescribedRoute[] = [
       summary: 'Upload a document (multipart: the fields, then a part named file)',
       requestBody: {
         required: true,
-        content: { 'multipart/form-data': { schema: { type: 'object', required: ['file'] } } },
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              required: ['kind', 'attachedType', 'attachedId', 'file'],
+              properties: {
+                kind: { type: 'string', enum: Object.values(DocumentKind) },
+                attachedType: { type: 'string', enum: Object.values(AttachmentType) },
+                attachedId: { type: 'string' },
+                fileName: { type: 'string', description: "Defaults to the file part's file name" },
+                file: {
+                  description: `The bytes, last; its part's Content-Type is one of: ${Object.keys(CONTENT_TYPES).join(', ')}`,
+                },
+              },
+            },
+          },
+        },
       },
       responses: {
         '201': { description: 'Stored', content: { 'application/json': { schema: { type: 'object' } } } },
@@ -235,7 +252,10 @@ export const documentsOpenApi: DescribedRoute[] = [
       summary: "The document's bytes, with its content type",
       parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
       responses: {
-        '200': { description: 'The file', content: { 'application/octet-stream': {} } },
+        '200': {
+          description: 'The bytes, served with the content type the document was stored with',
+          content: Object.fromEntries(Object.keys(CONTENT_TYPES).map((type) => [type, {}])),
+        },
         ...documentErrors,
       },
       security: [{ apiKey: [] }, { bearer: [] }, { oauth2: ['read:documents'] }],

@@ -9,6 +9,7 @@ import { portOpsRestRoutes } from './rest.js';
 
 export const portOpsModule: DomainModule = {
   name: 'port-ops',
+  summary: 'Port operations: port calls, service orders, vendors, vessels, documents, invoices and analytics',
   resolvers: [...portOpsResolvers, InsightsResolver, PortOpsLiveResolver],
   restRoutes: portOpsRestRoutes,
   answers: portOpsAnswers,

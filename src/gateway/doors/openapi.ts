@@ -49,6 +49,8 @@ export interface OpenApiInputs {
   routes: Array<{ tag: string; routes: RestRoute[] }>;
   operations: Map<string, DocumentNode>;
   described: Array<{ tag: string; routes: DescribedRoute[] }>;
+  /** What each tag (module) is about. */
+  tagDescriptions: Record<string, string>;
   version: string;
 }
 
@@ -95,7 +97,10 @@ export function openApiDocument(inputs: OpenApiInputs): Json {
     servers: [{ url: '/' }],
     tags: [...inputs.routes.map((r) => r.tag), ...inputs.described.map((r) => r.tag)]
       .filter((t, i, all) => all.indexOf(t) === i)
-      .map((name) => ({ name })),
+      .map((name) => ({
+        name,
+        ...(inputs.tagDescriptions[name] ? { description: inputs.tagDescriptions[name] } : {}),
+      })),
     paths: sorted,
     components: {
       securitySchemes: {
@@ -170,6 +175,7 @@ export function gatewayOpenApi(
     operations: loadOperations(),
     routes: modules.filter((m) => m.restRoutes).map((m) => ({ tag: m.name, routes: m.restRoutes! })),
     described: modules.filter((m) => m.openApi).map((m) => ({ tag: m.name, routes: m.openApi! })),
+    tagDescriptions: Object.fromEntries(modules.flatMap((m) => (m.summary ? [[m.name, m.summary]] : []))),
     version: pkg.version,
   });
 }

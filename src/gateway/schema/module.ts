@@ -12,6 +12,8 @@ import type { RestRoute } from '../doors/rest-routes.js';
  */
 export interface DomainModule {
   name: string;
+  /** One line on what the domain serves (its OpenAPI tag's description). */
+  summary?: string;
   // type-graphql takes resolver classes; their shapes have nothing in common.
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   resolvers: Function[];

@@ -35,7 +35,6 @@ const NO_SUCCESS_HERE = new Set([
   'POST /v1/documents',
   'PUT /v1/documents/uploads',
   'GET /v1/documents/{id}',
-  'GET /v1/documents/{id}/content',
   'GET /oauth/authorize',
   'GET /oauth/userinfo',
   'POST /v1/webhooks/{id}/deliveries/{deliveryId}/redeliver',
@@ -284,6 +283,19 @@ describe('live answers match the OpenAPI document', () => {
     await call('GET', '/v1/documents', { key, expect: 200 });
     await call('GET', '/v1/documents/00000000-0000-4000-8000-000000000000', { key, expect: 404 });
     await call('GET', '/v1/documents/00000000-0000-4000-8000-000000000000/content', { key, expect: 404 });
+    // Content is served with the type it was stored as: a text upload comes back text/plain.
+    const upload = new FormData();
+    for (const [name, value] of Object.entries({ kind: 'OTHER', attachedType: 'PORT_CALL', attachedId: id }))
+      upload.append(name, value);
+    upload.append('file', new Blob(['berth 4, 06:00'], { type: 'text/plain' }), 'note.txt');
+    const stored = await fetch(`${server.url}/v1/documents`, {
+      method: 'POST',
+      headers: { 'x-api-key': key },
+      body: upload,
+    });
+    expect(stored.status).toBe(201);
+    const documentId = ((await stored.json()) as Json).id as string;
+    await call('GET', `/v1/documents/${documentId}/content`, { key, expect: 200 });
     await call('POST', '/v1/documents', { key });
     await call('PUT', '/v1/documents/uploads?token=bad', {});
     for (const path of ['turnaround', 'bunker-volumes', 'vendor-performance', 'vendor-spend'])
