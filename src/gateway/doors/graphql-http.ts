@@ -163,8 +163,34 @@ function send(reply: FastifyReply, type: string, answer: Answer): void {
   reply.send(jsonOf(answer.body) + '\n');
 }
 
-/** GraphQL over HTTP: a POST body must be application/json; anything else is 415 before parsing. */
-function requireJsonBody(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+/** Headers a browser sends cross-site only after a CORS preflight (Apollo's CSRF list). */
+const PREFLIGHT_HEADERS = ['apollo-require-preflight', 'x-apollo-operation-name'] as const;
+/** Content types a cross-site form or `fetch` may send without a preflight. */
+const SIMPLE_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
+
+/**
+ * CSRF prevention for GET: a cross-site request can only ride on the browser's cookies, so a GET that
+ * carries none (urql's default, a server, curl — credentials in headers) is served as it is; one that
+ * carries cookies needs a header or content type that forces a preflight, as Apollo's own check wants.
+ * Mutations over GET stay refused (405) whatever the headers.
+ */
+function crossSiteGet(request: FastifyRequest): AppError | undefined {
+  if (request.headers.cookie === undefined) return undefined;
+  if (PREFLIGHT_HEADERS.some((name) => request.headers[name])) return undefined;
+  const type = request.headers['content-type']?.split(';')[0]!.trim().toLowerCase();
+  if (type && !SIMPLE_TYPES.has(type)) return undefined;
+  return new AppError(
+    'BAD_USER_INPUT',
+    `This operation has been blocked as a potential Cross-Site Request Forgery (CSRF): a GET /graphql that carries cookies needs a non-empty ${PREFLIGHT_HEADERS.join(' or ')} header`,
+  );
+}
+
+/**
+ * GraphQL over HTTP: a GET with cookies must force a preflight (above); a POST body must be
+ * application/json, anything else is 415 before parsing.
+ */
+function guardRequest(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+  if (request.method === 'GET') return done(crossSiteGet(request));
   if (request.method !== 'POST') return done();
   const header = request.headers['content-type'];
   if (header === 'application/json') return done(); // the common spelling, without parsing it
@@ -187,7 +213,9 @@ export async function registerGraphQL(
   const apollo = new ApolloServer<HttpContext>({
     schema: operations.schema,
     introspection: true,
-    csrfPrevention: true,
+    // Our own, narrower check runs before Apollo (guardRequest): Apollo's refuses every GET without a
+    // preflight header, cookies or not, which is urql's default configuration.
+    csrfPrevention: false,
     // main.ts owns the signals: Apollo's own handlers would re-raise them and kill in-flight requests.
     stopOnTerminationSignals: false,
     validationRules: services.validationRules,
@@ -219,7 +247,14 @@ export async function registerGraphQL(
   app.route({
     method: ['GET', 'POST'],
     url: '/graphql',
-    onRequest: requireJsonBody,
+    onRequest: guardRequest,
+    // A 401 names the scheme to use (RFC 9110 §11.6.1), as on /v1: the edge adds it when a presented
+    // credential is refused; here when none was presented and the operation needed one.
+    onSend(_request, reply, payload, done) {
+      if (reply.statusCode === 401 && !reply.hasHeader('www-authenticate'))
+        reply.header('www-authenticate', 'Bearer realm="tidegate"');
+      done(null, payload);
+    },
     handler(request, reply) {
       const thin = thinDoorRequest(request);
       if (!thin) return apolloHandler.call(this, request, reply);

@@ -70,10 +70,45 @@ describeEachDialect('/graphql over HTTP', (dialect) => {
     });
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as Json).data.vessel.name).toBe('Northern Tern');
-    // A plain browser-style GET with no preflight-forcing header is refused (CSRF prevention).
-    const csrf = await fetch(url, { headers: { 'x-api-key': server.key('ANALYST') } });
+    // A GET that carries cookies and no preflight-forcing header is refused (CSRF prevention).
+    const csrf = await fetch(url, {
+      headers: { 'x-api-key': server.key('ANALYST'), cookie: 'tg_session=x' },
+    });
     expect(csrf.status).toBe(400);
-    expect(await csrf.text()).toMatch(/Cross-Site Request Forgery/);
+    expect(await csrf.text()).toMatch(/Cross-Site Request Forgery.*carries cookies/);
+    const preflighted = await fetch(url, {
+      headers: {
+        'x-api-key': server.key('ANALYST'),
+        cookie: 'tg_session=x',
+        'apollo-require-preflight': '1',
+      },
+    });
+    expect(preflighted.status).toBe(200);
+  });
+
+  it("serves urql 6's default GET query, which carries no cookie and no preflight header", async () => {
+    // What @urql/core 6 sends for a query with preferGetMethod 'within-url-limit' (its default): the
+    // document and variables in the URL, this Accept, no Content-Type; the credential from fetchOptions.
+    const params = new URLSearchParams({ query: VESSEL, variables: '{}' });
+    const res = await fetch(`${server.url}/graphql?${params}`, {
+      method: 'GET',
+      headers: {
+        accept:
+          'application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed',
+        authorization: `Bearer ${server.key('ANALYST')}`,
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as Json).data.vessel.name).toBe('Northern Tern');
+  });
+
+  it('answers 401 with a WWW-Authenticate challenge when no credential was presented (RFC 9110 §11.6.1)', async () => {
+    const post = await gql(server.url, VESSEL);
+    expect(post.status).toBe(401);
+    expect(post.headers.get('www-authenticate')).toBe('Bearer realm="tidegate"');
+    const get = await fetch(`${server.url}/graphql?query=${encodeURIComponent(VESSEL)}`);
+    expect(get.status).toBe(401);
+    expect(get.headers.get('www-authenticate')).toBe('Bearer realm="tidegate"');
   });
 
   it('refuses mutations over GET with 405', async () => {
