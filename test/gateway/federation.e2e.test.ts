@@ -10,6 +10,7 @@ import { AuditRecord } from '../../src/audit/entities.js';
 import { SUBGRAPH_NAMES } from '../../src/config.js';
 import { subgraph } from '../../src/modules.js';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
+import { untilListening, wsSession } from '../events/helpers.js';
 import { describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
 import { startSubgraphServer, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
@@ -183,10 +184,12 @@ describe('the subgraphs behind Apollo Gateway', () => {
     expect(routed).toEqual(direct);
   });
 
-  it('no credential', async () => {
-    const { direct, routed } = await bothWays('{ viewer { accountId } }', {});
-    expect(direct).toEqual({ data: null, codes: ['UNAUTHENTICATED'] });
-    expect(routed).toEqual(direct);
+  it('no credential, or one that is not valid', async () => {
+    for (const headers of [{}, { 'x-api-key': 'tg_not_a_key' }] as Array<Record<string, string>>) {
+      const { direct, routed } = await bothWays('{ viewer { accountId } }', headers);
+      expect(direct).toEqual({ data: null, codes: ['UNAUTHENTICATED'] });
+      expect(routed).toEqual(direct);
+    }
   });
 
   it('a validation error', async () => {
@@ -226,6 +229,35 @@ describe('the subgraphs behind Apollo Gateway', () => {
       representations: [{ __typename: 'Vessel', imo: '9074729' }],
     });
     expect(unknown.codes).toEqual(['BAD_USER_INPUT']);
+  });
+
+  it('serves subscriptions on the subgraph’s own graphql-ws endpoint, fed by mutations through the router', async () => {
+    const portOps = subgraphs[SUBGRAPH_NAMES.indexOf('port-ops')]!;
+    const listeners = () => portOps.app.services.bus.listenerCount;
+    const before = listeners();
+    const session = wsSession(portOps.url, { apiKey: whole.key('INSTITUTIONAL') });
+    const updates = session.subscribe(
+      'subscription { portCallUpdated { portCallId status previousStatus } }',
+    );
+    await untilListening(() => listeners() >= before + 1, 5_000, updates);
+    const scheduled = await run(
+      `${router.url}/graphql`,
+      '{ portCalls(first: 1, status: SCHEDULED) { nodes { id } } }',
+      key('INSTITUTIONAL'),
+    );
+    const id = scheduled.data.portCalls.nodes[0].id as string;
+    const moved = await run(
+      `${router.url}/graphql`,
+      'mutation ($id: ID!) { transitionPortCall(id: $id, status: ARRIVED) { status } }',
+      key('INSTITUTIONAL'),
+      { id },
+    );
+    expect(moved).toEqual({ data: { transitionPortCall: { status: 'ARRIVED' } }, codes: [] });
+    await updates.waitFor((s) => s.data.length >= 1);
+    expect(updates.data).toEqual([
+      { portCallUpdated: { portCallId: id, status: 'ARRIVED', previousStatus: 'SCHEDULED' } },
+    ]);
+    await session.dispose();
   });
 
   it('audits one row per subgraph request, under the request id the router forwarded', async () => {
