@@ -5,6 +5,7 @@ import { AuditWriter } from './audit/writer.js';
 import { type Database } from './db/orm.js';
 import { openAppDatabase } from './database.js';
 import { startBackgroundCheckpoints } from './db/checkpoints.js';
+import { ReadModelVersions } from './db/versions.js';
 import { AccessPolicy } from './gateway/pipeline/access.js';
 import { demandControl } from './gateway/pipeline/demand.js';
 import { type Admission, type AppServices } from './gateway/schema/context.js';
@@ -126,9 +127,11 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // The live bus of this process (across processes through Redis when REDIS_URL is set).
   const bus = await createEventBus(config, fastify.log);
   const secrets = openSecretBox(config);
+  const versions = new ReadModelVersions(db, { url: config.databaseUrl, logger: fastify.log });
   const services: AppServices = {
     config,
     db,
+    versions,
     clock,
     logger: fastify.log,
     admission: options.admission ?? limiter!,
@@ -143,10 +146,12 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     telemetry,
     persisted,
     // Domain state the resolvers reach through their context (each declared by its domain).
-    readModel: new LiquidityReadModel(db, fastify.log, config.readModelPollMs),
+    readModel: new LiquidityReadModel(db, versions, fastify.log, config.readModelPollMs),
     vessels: new VesselCache(clock),
     documentUploadSecret: uploadSecretOf(config, secrets),
   };
+  // PostgreSQL: listen for version notices before serving, so that warm reads start from memory.
+  await versions.start();
   // SQLite: WAL checkpoints run on a worker thread, not inside a request's commit (src/db/checkpoints.ts).
   // Started last before the modules, so every failure after it goes through the cleanup below.
   const checkpoints = await startBackgroundCheckpoints(db, (e) =>
@@ -173,6 +178,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     await bus.close();
     await limiter?.close();
     await checkpoints?.stop();
+    await versions.stop();
     if (!options.db) await db.close();
     throw e;
   }
@@ -248,6 +254,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       await telemetry.shutdown();
       await persisted.close();
       await checkpoints?.stop();
+      await versions.stop();
       if (!options.db) await db.close();
     },
   };

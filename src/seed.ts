@@ -6,7 +6,7 @@ import type { Config } from './config.js';
 import type { Clock } from './kernel/clock.js';
 import { PLAN_ORDER, planLabel, type Plan } from './kernel/plans.js';
 import { MODULES } from './modules.js';
-import { announceChange } from './db/versions.js';
+import type { ReadModelVersions } from './db/versions.js';
 import type { Database } from './db/orm.js';
 
 export interface DemoCredentials {
@@ -21,11 +21,12 @@ export async function isEmpty(em: EntityManager): Promise<boolean> {
 /**
  * Creates the demo dataset in one transaction: an account per plan with an API key each (all
  * non-admin scopes), an admin user, and every domain's demo data. Returns the secrets, which
- * exist nowhere else — they are stored only as hashes.
+ * exist nowhere else — they are stored only as hashes. `versions` is the running gateway's, when
+ * one runs in this process: its read models are told once the seed has committed.
  */
 export async function seedDemo(
   db: Database,
-  services: { clock: Clock; config: Config },
+  services: { clock: Clock; config: Config; versions?: ReadModelVersions },
 ): Promise<DemoCredentials> {
   const policy: KeyPolicy = {
     maxActiveKeys: services.config.maxActiveApiKeys,
@@ -63,7 +64,7 @@ export async function seedDemo(
       admin: { email: 'admin@tidegate.local', password, accountId: adminAccount.accountId },
     };
   });
-  announceChange(db.em());
+  services.versions?.announce();
   return credentials;
 }
 

@@ -1,20 +1,47 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import type { Client as PgClient } from 'pg';
 import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
 import { knexIn } from './knex.js';
+import type { Database } from './orm.js';
 import { preparedRows } from './prepared.js';
 
 /*
- * Versions of the in-memory read models. A transaction that changes what a model publishes bumps
- * the model's row (so other processes can poll for it), and once it has committed announces the
- * change to the models of this process, which then rebuild before their next read: a client reads
- * its own write on the next request. The listeners are keyed by the ORM's configuration, which all
- * entity managers of one database share, because writers (services, the CLI) only hold an entity
- * manager.
+ * Versions of the data behind in-memory read models and kept answers, one row each in
+ * `read_model_versions`. A transaction that changes what a model publishes bumps the model's row
+ * (the port-operations rows are bumped by triggers, see Migration20261125000300PortOpsVersions), so
+ * every process can tell that the data moved.
+ *
+ * One `ReadModelVersions` per process, made by the composition root (src/app.ts, the CLI) and
+ * handed to whoever writes or reads versions:
+ *
+ * - Writers of the liquidity data change it through `changing`, which announces the change to this
+ *   process's read models once it has committed: a client reads its own write on the next request.
+ * - Kept answers read the versions through `read`. SQLite reads them from the database, which costs
+ *   two probes of the connection when nothing changed (src/db/prepared.ts). PostgreSQL keeps them
+ *   in memory: every bump also sends `pg_notify('tidegate_versions', '<version> <name>')`
+ *   (Migration20261128000800VersionNotices), and one dedicated connection per process LISTENs.
+ *
+ * Staleness on PostgreSQL. A write through this process's pipeline is exact: when a mutation ends,
+ * `written` marks the versions its caller reads, and the next read of them goes to the database
+ * (and refreshes memory). A write by anyone else (another gateway, the CLI, raw SQL) is served once
+ * its notification arrives, which PostgreSQL sends at commit: a few milliseconds on one host. When
+ * the listening connection is lost (a restart, `pg_terminate_backend`, a failed heartbeat), every
+ * read goes to the database again until a new connection LISTENs and has re-read every version;
+ * it reconnects with a backoff from 100 ms to 5 s. A connection that dies silently (no reset from
+ * the network) is found by the heartbeat: a query every HEARTBEAT_MS that must answer within
+ * HEARTBEAT_TIMEOUT_MS, so in that case a change may be served up to 7 s late.
  */
 
 export type ReadModelName = 'liquidity';
 
-const listeners = new WeakMap<object, Set<() => void>>();
+/** The channel the version triggers notify on. */
+export const VERSIONS_CHANNEL = 'tidegate_versions';
+/** Names the listening connection in `pg_stat_activity`. */
+export const LISTENER_APPLICATION_NAME = 'tidegate-versions';
+const HEARTBEAT_MS = 5_000;
+const HEARTBEAT_TIMEOUT_MS = 2_000;
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
 
 /** Inside the writing transaction: the change and the new version commit together. */
 export async function bumpVersion(em: EntityManager, name: ReadModelName): Promise<void> {
@@ -29,45 +56,175 @@ export async function readVersion(em: EntityManager, name: ReadModelName): Promi
   return Number(row?.version ?? 0);
 }
 
-/** Runs `work` in a transaction that bumps `name`, and announces the change once it has committed. */
-export async function changing<T>(
-  em: EntityManager,
-  name: ReadModelName,
-  work: (tx: EntityManager) => Promise<T>,
-): Promise<T> {
-  const result = await em.transactional(async (tx) => {
-    const out = await work(tx);
-    await bumpVersion(tx, name);
-    return out;
-  });
-  announceChange(em);
-  return result;
-}
-
-/** Tells this process's read models that committed data changed. */
-export function announceChange(em: EntityManager): void {
-  for (const listener of listeners.get(em.config) ?? []) listener();
-}
-
-/**
- * The versions of `names` as one string (`3.17`; a name without a row reads 0), by one prepared
- * statement: what a cached answer is checked against on every request. These rows are bumped by
- * the database itself where triggers keep them (the port-operations rows), so every writer, the
- * CLI and raw SQL included, moves them in the writing transaction.
- */
-export function readVersions(em: EntityManager, names: readonly [string, string]): MaybePromise<string> {
-  return andThen(preparedRows(em, VERSIONS_OF_TWO, [...names], { untilChange: true }), (rows) => {
-    const version = (name: string) => String(rows.find((r) => r.name === name)?.version ?? 0);
-    return `${version(names[0])}.${version(names[1])}`;
-  });
-}
-
 const VERSIONS_OF_TWO = 'select name, version from read_model_versions where name in (?, ?)';
 
-/** Returns the function that removes the listener. */
-export function onChange(em: EntityManager, listener: () => void): () => void {
-  let set = listeners.get(em.config);
-  if (!set) listeners.set(em.config, (set = new Set()));
-  set.add(listener);
-  return () => set.delete(listener);
+/** The versions of two names as one string (`3.17`; a name without a row reads 0). */
+function joined(names: readonly [string, string], versionOf: (name: string) => number): string {
+  return `${versionOf(names[0])}.${versionOf(names[1])}`;
+}
+
+export interface VersionsOptions {
+  /** The PostgreSQL URL the listening connection opens (the database's own). */
+  url?: string;
+  /** Where a lost or failing listener is reported. */
+  logger?: { warn(object: object, message: string): void };
+}
+
+export class ReadModelVersions {
+  private readonly listeners = new Set<() => void>();
+  /** PostgreSQL: every version heard of since the listening connection last (re)started. */
+  private readonly heard = new Map<string, number>();
+  /** Whether `heard` is complete: a connection LISTENs and has read every row after it began to. */
+  private listening = false;
+  /** Names a mutation of this process wrote since their last read from the database. */
+  private readonly writtenHere = new Set<string>();
+  /** Moves with every `written`: a database read that started before it must not clear its marks. */
+  private writes = 0;
+  private client: PgClient | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private backoffMs = RECONNECT_MIN_MS;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly options: VersionsOptions = {},
+  ) {}
+
+  /** Whether reads are answered from memory (PostgreSQL, listening). */
+  get inMemory(): boolean {
+    return this.listening;
+  }
+
+  /** Runs `work` in a transaction that bumps `name`, and announces the change once it has committed. */
+  async changing<T>(
+    em: EntityManager,
+    name: ReadModelName,
+    work: (tx: EntityManager) => Promise<T>,
+  ): Promise<T> {
+    const result = await em.transactional(async (tx) => {
+      const out = await work(tx);
+      await bumpVersion(tx, name);
+      return out;
+    });
+    this.announce();
+    return result;
+  }
+
+  /** Tells this process's read models that committed data changed. */
+  announce(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  /** Returns the function that removes the listener. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * The versions of `names` as one string: what a kept answer is checked against on every
+   * request. From memory on PostgreSQL while listening and neither name was written here since
+   * it was last read; otherwise by one prepared statement (on SQLite kept on the connection until
+   * the database changes: src/db/prepared.ts).
+   */
+  read(names: readonly [string, string]): MaybePromise<string> {
+    if (this.listening && !this.writtenHere.has(names[0]) && !this.writtenHere.has(names[1]))
+      return joined(names, (name) => this.heard.get(name) ?? 0);
+    const writes = this.writes;
+    return andThen(preparedRows(this.db.root, VERSIONS_OF_TWO, [...names], { untilChange: true }), (rows) => {
+      const read = new Map(rows.map((r) => [r.name as string, Number(r.version)]));
+      if (this.listening) {
+        for (const name of names) this.hear(name, read.get(name) ?? 0);
+        if (writes === this.writes) for (const name of names) this.writtenHere.delete(name);
+      }
+      return joined(names, (name) => read.get(name) ?? 0);
+    });
+  }
+
+  /**
+   * A mutation of this process has committed changes to these names' data: their next read goes to
+   * the database, so that the writer reads its write on its next request whatever the notification's
+   * delay. (SQLite reads the database every time anyway.)
+   */
+  written(names: readonly string[]): void {
+    if (this.db.dialect !== 'postgresql') return;
+    for (const name of names) this.writtenHere.add(name);
+    this.writes++;
+  }
+
+  /** On PostgreSQL, starts listening for version notices; elsewhere nothing. Never fails: a failure retries. */
+  async start(): Promise<void> {
+    if (this.db.dialect !== 'postgresql' || !this.options.url) return;
+    await this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    clearInterval(this.heartbeat);
+    this.listening = false;
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  private hear(name: string, version: number): void {
+    if (version > (this.heard.get(name) ?? -1)) this.heard.set(name, version);
+  }
+
+  /** LISTEN first, then read every row: no change falls between the two. */
+  private async connect(): Promise<void> {
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      application_name: LISTENER_APPLICATION_NAME,
+      keepAlive: true,
+      query_timeout: HEARTBEAT_TIMEOUT_MS,
+    });
+    this.client = client;
+    client.on('notification', (notice) => {
+      if (client !== this.client || notice.channel !== VERSIONS_CHANNEL || !notice.payload) return;
+      const space = notice.payload.indexOf(' ');
+      this.hear(notice.payload.slice(space + 1), Number(notice.payload.slice(0, space)));
+    });
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client));
+    // What the previous connection heard may have missed changes: only this one's notices count.
+    this.heard.clear();
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${VERSIONS_CHANNEL}`);
+      const { rows } = await client.query<{ name: string; version: string | number }>(
+        'select name, version from read_model_versions',
+      );
+      if (client !== this.client) return;
+      for (const row of rows) this.hear(row.name, Number(row.version));
+      this.listening = true;
+      this.backoffMs = RECONNECT_MIN_MS;
+      this.heartbeat = setInterval(() => {
+        client.query('select 1').catch((error: unknown) => this.lost(client, error));
+      }, HEARTBEAT_MS);
+      this.heartbeat.unref();
+    } catch (error) {
+      this.lost(client, error);
+    }
+  }
+
+  /** The listening connection is gone: read from the database until a new one is ready. */
+  private lost(client: PgClient, error?: unknown): void {
+    if (client !== this.client) return;
+    this.client = undefined;
+    this.listening = false;
+    clearInterval(this.heartbeat);
+    client.end().catch(() => undefined);
+    if (this.stopped) return;
+    this.options.logger?.warn(
+      { err: error },
+      `version notices lost; reads check the database until the listener reconnects (in ${this.backoffMs} ms)`,
+    );
+    this.retry = setTimeout(() => void this.connect(), this.backoffMs);
+    this.retry.unref();
+    this.backoffMs = Math.min(this.backoffMs * 2, RECONNECT_MAX_MS);
+  }
 }

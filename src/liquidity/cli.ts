@@ -1,11 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import type { CliCommand } from '../db/cli-command.js';
+import type { CliCommand, CliContext } from '../db/cli-command.js';
+import { ReadModelVersions } from '../db/versions.js';
 import { badInput } from '../kernel/errors.js';
 import type { IngestFormat } from './ingest.js';
+import type { WriterDeps } from './protocols.js';
 import { noLiveEvents } from '../kernel/events.js';
 
 // The command table loads nothing heavy: each `run` imports what it needs (src/cli.ts).
+
+/** The CLI runs no read model: its writes reach the gateways through the version rows alone. */
+function cliWriter(ctx: CliContext): WriterDeps {
+  return { em: ctx.db.em(), clock: ctx.clock, versions: new ReadModelVersions(ctx.db) };
+}
 
 /** CSV or JSON, from --format or the file's extension. */
 function formatOf(file: string, option: unknown): IngestFormat {
@@ -37,14 +44,9 @@ export const liquidityCommands: CliCommand[] = [
       const text = await readFile(file, 'utf8');
       const { ingestMetrics } = await import('./ingest.js');
       ctx.progress?.(`ingesting and scoring ${text.split('\n').length - 1} lines (one transaction)`);
-      const result = await ingestMetrics(
-        { em: ctx.db.em(), clock: ctx.clock, events: noLiveEvents },
-        text,
-        format,
-        {
-          replace: options.replace === true,
-        },
-      );
+      const result = await ingestMetrics({ ...cliWriter(ctx), events: noLiveEvents }, text, format, {
+        replace: options.replace === true,
+      });
       const summary = {
         file,
         rows: result.rows,
@@ -77,11 +79,7 @@ export const liquidityCommands: CliCommand[] = [
       const format = formatOf(file, options.format);
       ctx.progress?.(`importing protocol profiles from ${file}`);
       const { importProtocols } = await import('./protocols.js');
-      const result = await importProtocols(
-        { em: ctx.db.em(), clock: ctx.clock },
-        await readFile(file, 'utf8'),
-        format,
-      );
+      const result = await importProtocols(cliWriter(ctx), await readFile(file, 'utf8'), format);
       return {
         json: { file, ...result },
         text: `Imported ${file}: ${result.created} protocols created, ${result.updated} updated`,

@@ -27,7 +27,7 @@ import {
   type Tier,
 } from './engine/score.js';
 import { FieldReader, failAt, readRecords, type FileFormat, type Locator } from './records.js';
-import { changing } from '../db/versions.js';
+import type { ReadModelVersions } from '../db/versions.js';
 import { inputsOf, insertDays, latestDays, shiftDate, termsOf } from './days.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
@@ -150,7 +150,7 @@ interface Change {
 
 /** Validates and applies a whole file in one transaction; returns the staged events to publish after commit. */
 export async function ingestMetrics(
-  { em, clock, events: publisher }: ServiceDeps,
+  { em, clock, events: publisher, versions }: ServiceDeps & { versions: ReadModelVersions },
   text: string,
   format: IngestFormat,
   options: IngestOptions = {},
@@ -162,7 +162,7 @@ export async function ingestMetrics(
     throw badInput('file', `has ${records.length} rows; at most ${MAX_ROWS} per file`);
   const rows = records.map((r) => validateRow(r.at, r.record, today));
 
-  return inOneTransaction(em, async (tx) => {
+  return inOneTransaction(versions, em, async (tx) => {
     const all = await tx.find(Protocol, { active: true });
     const bySlug = new Map(all.map((p) => [p.slug, p]));
     const byProtocol = new Map<string, MetricRow[]>();
@@ -602,9 +602,13 @@ function alertsFor(list: Watchlist, c: Change): Array<{ kind: WatchlistAlertKind
  * The whole file in one transaction. Two ingestions writing the same protocol-day at once collide
  * on the day's unique key: the later commit loses, all of it, with a 409 rather than a 500.
  */
-function inOneTransaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+function inOneTransaction<T>(
+  versions: ReadModelVersions,
+  em: EntityManager,
+  work: (tx: EntityManager) => Promise<T>,
+): Promise<T> {
   return conflictOnUnique(
-    () => changing(em, 'liquidity', work),
+    () => versions.changing(em, 'liquidity', work),
     () =>
       conflict('Another ingestion wrote some of these days at the same time; nothing was applied, retry', {
         reason: 'CONCURRENT',

@@ -1,4 +1,4 @@
-import { changing } from '../db/versions.js';
+import type { ReadModelVersions } from '../db/versions.js';
 import { conflictOnUnique } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import { isDate, todayOf, type Clock } from '../kernel/clock.js';
@@ -346,17 +346,22 @@ function slugConflictAs409<T>(work: () => Promise<T>): Promise<T> {
   );
 }
 
+/** A writer of the liquidity data: its commits are announced to this process's read models. */
+export type WriterDeps = Pick<ServiceDeps, 'em' | 'clock'> & { versions: ReadModelVersions };
+
 export async function createProtocol(
-  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  { em, clock, versions }: WriterDeps,
   actor: string,
   input: Record<string, unknown>,
 ): Promise<Protocol> {
   const draft = readProtocol(new FieldReader(null, input), true, todayOf(clock));
-  return slugConflictAs409(() => changing(em, 'liquidity', (tx) => insertProtocol(tx, clock, actor, draft)));
+  return slugConflictAs409(() =>
+    versions.changing(em, 'liquidity', (tx) => insertProtocol(tx, clock, actor, draft)),
+  );
 }
 
 export async function updateProtocol(
-  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  { em, clock, versions }: WriterDeps,
   actor: string,
   slug: string,
   input: Record<string, unknown>,
@@ -364,7 +369,7 @@ export async function updateProtocol(
   const draft = readProtocol(new FieldReader(null, input), false, todayOf(clock));
   if (Object.keys(draft).length === 0) throw badInput('input', 'names no field to change');
   return slugConflictAs409(() =>
-    changing(em, 'liquidity', async (tx) => {
+    versions.changing(em, 'liquidity', async (tx) => {
       const protocol = await tx.findOne(Protocol, { slug: slug.trim().toLowerCase() });
       if (!protocol) throw notFound('Protocol', slug);
       return applyUpdate(tx, clock, actor, protocol, draft);
@@ -386,7 +391,7 @@ const SNAKE_FIELDS = new Map<string, string>(PROFILE_FIELDS.map((f) => [snakeCas
  * and applied in one transaction, so a bad file changes nothing.
  */
 export async function importProtocols(
-  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  { em, clock, versions }: WriterDeps,
   text: string,
   format: FileFormat,
 ): Promise<{ created: number; updated: number }> {
@@ -405,7 +410,7 @@ export async function importProtocols(
     const creating = !existing.has(slug);
     drafts.push({ creating, draft: readProtocol(f, creating, todayOf(clock)) });
   }
-  return changing(em, 'liquidity', async (tx) => {
+  return versions.changing(em, 'liquidity', async (tx) => {
     const bySlug = new Map((await tx.find(Protocol, { slug: { $in: [...seen] } })).map((p) => [p.slug, p]));
     let created = 0;
     let updated = 0;

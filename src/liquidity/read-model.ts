@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../db/orm.js';
 import { knexIn } from '../db/knex.js';
 import { findPlain } from '../db/plain.js';
-import { onChange, readVersion } from '../db/versions.js';
+import { readVersion, type ReadModelVersions } from '../db/versions.js';
 import type {} from '../gateway/schema/context.js';
 import type { DomainEvent } from '../kernel/events.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
@@ -303,10 +303,11 @@ export class LiquidityReadModel {
 
   constructor(
     private readonly db: Database,
+    versions: ReadModelVersions,
     private readonly logger: FastifyBaseLogger,
     private readonly pollMs: number,
   ) {
-    this.stops.push(onChange(db.em(), () => this.changed(true)));
+    this.stops.push(versions.onChange(() => this.changed(true)));
   }
 
   /**

@@ -22,7 +22,7 @@ import {
   profileChanges,
   updateProfile,
 } from './profiles.js';
-import { createProtocol, protocolChanges, updateProtocol } from './protocols.js';
+import { createProtocol, protocolChanges, updateProtocol, type WriterDeps } from './protocols.js';
 import type { Published } from './read-model.js';
 import { listProtocols, publishedProtocol } from './protocol-queries.js';
 import {
@@ -122,6 +122,10 @@ function toProfile(p: ScoringProfile): ScoringProfileType {
     createdAt: p.createdAt,
     updatedAt: p.updatedAt,
   };
+}
+
+function writerOf(ctx: GatewayContext): WriterDeps {
+  return { em: ctx.em, clock: ctx.services.clock, versions: ctx.services.versions };
 }
 
 function published(ctx: GatewayContext): MaybePromise<Published> {
@@ -360,7 +364,7 @@ export class LiquidityResolver {
   @RequiresPlan(Plan.ANALYST)
   @RequiresScopes('admin')
   async createProtocol(@Arg('input', () => ProtocolInput) input: ProtocolInput, @Ctx() ctx: GatewayContext) {
-    return createProtocol({ em: ctx.em, clock: ctx.services.clock }, actorOf(requirePrincipal(ctx)), {
+    return createProtocol(writerOf(ctx), actorOf(requirePrincipal(ctx)), {
       ...input,
     });
   }
@@ -376,7 +380,7 @@ export class LiquidityResolver {
     @Arg('input', () => ProtocolInput) input: ProtocolInput,
     @Ctx() ctx: GatewayContext,
   ) {
-    return updateProtocol({ em: ctx.em, clock: ctx.services.clock }, actorOf(requirePrincipal(ctx)), slug, {
+    return updateProtocol(writerOf(ctx), actorOf(requirePrincipal(ctx)), slug, {
       ...input,
     });
   }
@@ -410,12 +414,9 @@ export class LiquidityResolver {
     replace: boolean,
     @Ctx() ctx: GatewayContext,
   ) {
-    const result = await ingestMetrics(
-      { em: ctx.em, clock: ctx.services.clock, events: ctx.services.events },
-      data,
-      format,
-      { replace },
-    );
+    const result = await ingestMetrics({ ...writerOf(ctx), events: ctx.services.events }, data, format, {
+      replace,
+    });
     await ctx.services.events.publish(result.events);
     return { ...result, events: result.events.length };
   }

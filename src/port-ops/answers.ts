@@ -1,4 +1,3 @@
-import { readVersions } from '../db/versions.js';
 import type { AnswerSource } from '../gateway/pipeline/answers.js';
 import { isAdmin } from '../kernel/principal.js';
 
@@ -74,11 +73,15 @@ const FIELDS: Record<string, readonly string[]> = {
   ),
 };
 
+/** The shared registers' version, then the account's. */
+const versionNames = (accountId: string) => ['port-ops', `port-ops:${accountId}`] as const;
+
 export const portOpsAnswers: AnswerSource = {
   name: 'port-ops',
   coordinates: new Set(Object.entries(FIELDS).flatMap(([type, fields]) => fields.map((f) => `${type}.${f}`))),
   // An admin reads every account's rows (common.ts `tenant`): its answers are not kept.
   scopeOf: (principal) => (isAdmin(principal) ? undefined : principal.accountId),
-  // The version read loads no entities: the ORM's own manager, not a fork per request.
-  version: (services, accountId) => readVersions(services.db.root, ['port-ops', `port-ops:${accountId}`]),
+  version: (services, accountId) => services.versions.read(versionNames(accountId)),
+  // An admin writes across accounts, but reads nothing kept: its own account stands for it.
+  written: (services, principal) => services.versions.written(versionNames(principal.accountId)),
 };

@@ -1,38 +1,44 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { knexIn } from '../../src/db/knex.js';
-import { readVersions } from '../../src/db/versions.js';
-import { describeEachDialect } from '../helpers/env.js';
+import { LISTENER_APPLICATION_NAME, ReadModelVersions } from '../../src/db/versions.js';
+import { describeEachDialect, describeWithPostgres } from '../helpers/env.js';
+import { servedWithin } from '../helpers/served.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
- * The version read behind every kept port-operations answer. On SQLite it runs at once on the
- * pool's idle connection (no acquire); it must never do so while a transaction holds that
- * connection, or it would read the transaction's uncommitted rows.
+ * The version reads behind every kept port-operations answer (src/db/versions.ts). From the
+ * database: on SQLite at once on the pool's idle connection (no acquire), never while a transaction
+ * holds that connection (it would read the transaction's uncommitted rows). On PostgreSQL from
+ * memory, kept by the database's notices, and from the database again while the listening
+ * connection is lost.
  */
-describeEachDialect('version reads', (dialect) => {
+
+const NAMES = ['port-ops', 'port-ops:versions-test'] as const;
+const major = (v: string) => Number(v.split('.')[0]);
+const bump = (em: EntityManager) =>
+  knexIn(em)('read_model_versions').where({ name: 'port-ops' }).increment('version', 1);
+
+describeEachDialect('version reads from the database', (dialect) => {
   let server: TestServer;
+  /** Never started: every read goes to the database, as on SQLite or with the listener lost. */
+  let fromDatabase: ReadModelVersions;
   beforeAll(async () => {
     server = await startTestServer({ dialect });
+    fromDatabase = new ReadModelVersions(server.database.db);
   });
   afterAll(() => server?.close());
 
-  const NAMES = ['port-ops', 'port-ops:versions-test'] as const;
-  const bump = (em: EntityManager) =>
-    knexIn(em)('read_model_versions').where({ name: 'port-ops' }).increment('version', 1);
-
   it('read at once on an idle SQLite connection, through the pool on PostgreSQL', async () => {
-    const root = server.database.db.root;
-    await readVersions(root, NAMES); // the pool has handed out its connection once
-    const read = readVersions(root, NAMES);
+    await fromDatabase.read(NAMES); // the pool has handed out its connection once
+    const read = fromDatabase.read(NAMES);
     if (dialect === 'sqlite') expect(typeof read).toBe('string');
     else expect(read).toBeInstanceOf(Promise);
     expect(await read).toMatch(/^\d+\.0$/);
   });
 
   it("never see a transaction's uncommitted write, and see its commit (on SQLite the read waits for the connection)", async () => {
-    const root = server.database.db.root;
-    const before = await readVersions(root, NAMES);
+    const before = await fromDatabase.read(NAMES);
     let inside!: () => void;
     const written = new Promise<void>((r) => (inside = r));
     let commit!: () => void;
@@ -43,7 +49,7 @@ describeEachDialect('version reads', (dialect) => {
       await gate;
     });
     await written;
-    const during = readVersions(root, NAMES);
+    const during = fromDatabase.read(NAMES);
     // SQLite's one connection is the transaction's: the read waits for it instead of running on it.
     expect(during).toBeInstanceOf(Promise);
     let settled: string | undefined;
@@ -53,8 +59,122 @@ describeEachDialect('version reads', (dialect) => {
     else expect(settled).toBe(before);
     commit();
     await transaction;
-    const major = (v: string) => Number(v.split('.')[0]);
     if (dialect === 'sqlite') expect(major(await during)).toBe(major(before) + 1);
-    expect(major(await readVersions(root, NAMES))).toBe(major(before) + 1);
+    expect(major(await fromDatabase.read(NAMES))).toBe(major(before) + 1);
+  });
+
+  it('the gateway reads from memory only on PostgreSQL', () => {
+    expect(server.app.services.versions.inMemory).toBe(dialect === 'postgresql');
+  });
+});
+
+describeWithPostgres('version reads from memory on PostgreSQL', () => {
+  let server: TestServer;
+  let versions: ReadModelVersions;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect: 'postgresql' });
+    versions = server.app.services.versions;
+  });
+  afterAll(() => server?.close());
+
+  const sql = (text: string) => server.database.db.em().getConnection().execute(text);
+  const bumpNow = () => sql(`update read_model_versions set version = version + 1 where name = 'port-ops'`);
+  const listenerPids = async () =>
+    (
+      (await sql(
+        `select pid from pg_stat_activity where application_name = '${LISTENER_APPLICATION_NAME}' and datname = current_database()`,
+      )) as Array<{ pid: number }>
+    ).map((r) => r.pid);
+
+  it('answer without a promise, and serve a commit by another connection once its notice arrives', async () => {
+    const before = versions.read(NAMES);
+    expect(typeof before).toBe('string');
+    const started = Date.now();
+    await bumpNow();
+    const after = await servedWithin(
+      () => versions.read(NAMES),
+      (v) => major(v) === major(before as string) + 1,
+      2_000,
+    );
+    expect(major(after)).toBe(major(before as string) + 1);
+    // A notice on loopback arrives within milliseconds; a second of slack for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it("never hear of a transaction's write before it commits", async () => {
+    const before = versions.read(NAMES) as string;
+    let commit!: () => void;
+    const gate = new Promise<void>((r) => (commit = r));
+    let inside!: () => void;
+    const written = new Promise<void>((r) => (inside = r));
+    const transaction = server.database.db.em().transactional(async (tx) => {
+      await bump(tx as EntityManager);
+      inside();
+      await gate;
+    });
+    await written;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(versions.read(NAMES)).toBe(before);
+    commit();
+    await transaction;
+    expect(
+      major(
+        await servedWithin(
+          () => versions.read(NAMES),
+          (v) => v !== before,
+          2_000,
+        ),
+      ),
+    ).toBe(major(before) + 1);
+  });
+
+  it('read a name this process wrote from the database once, before its notice could arrive', async () => {
+    await servedWithin(
+      () => versions.read(NAMES),
+      (v) => typeof v === 'string',
+      2_000,
+    );
+    versions.written(['port-ops']);
+    const read = versions.read(NAMES);
+    expect(read).toBeInstanceOf(Promise);
+    await read;
+    expect(typeof versions.read(NAMES)).toBe('string');
+  });
+
+  it('read from the database while the listening connection is lost, and from memory again once it is back', async () => {
+    const [pid] = await listenerPids();
+    expect(pid).toBeGreaterThan(0);
+    const before = versions.read(NAMES) as string;
+    await sql(`select pg_terminate_backend(${pid})`);
+    await servedWithin(
+      () => versions.inMemory,
+      (v) => !v,
+      2_000,
+    );
+    // A change committed while nobody listens: its notice is never heard, and still it is served.
+    await bumpNow();
+    const during = await servedWithin(
+      () => versions.read(NAMES),
+      (v) => v !== before,
+      2_000,
+    );
+    expect(major(during)).toBe(major(before) + 1);
+    // Reconnected (the first retry is after 100 ms) and every version read again.
+    await servedWithin(() => versions.inMemory, Boolean, 5_000);
+    expect(versions.inMemory).toBe(true);
+    const pids = await listenerPids();
+    expect(pids).toHaveLength(1);
+    expect(pids[0]).not.toBe(pid);
+    expect(versions.read(NAMES)).toBe(during);
+    await bumpNow();
+    expect(
+      major(
+        await servedWithin(
+          () => versions.read(NAMES),
+          (v) => v !== during,
+          2_000,
+        ),
+      ),
+    ).toBe(major(during) + 1);
   });
 });

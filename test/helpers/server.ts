@@ -97,7 +97,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ? seeded.demo
     : options.seed === false
       ? { accounts: [], admin: { email: '', password: '', accountId: '' } }
-      : await seedDemo(database.db, { clock, config });
+      : await seedDemo(database.db, { clock, config, versions: app.services.versions });
   const url = await app.listen();
   return {
     url,

@@ -152,7 +152,11 @@ describeEachDialect('liquidity read model in one process', (dialect) => {
     const csv = `${HEADER}\n${protocols.map((slug) => `${slug},${day},5000000,10000,100,0,1`).join('\n')}\n`;
     const clock = { now: () => new Date(Date.now() + 2 * 86_400_000) };
     const { ingestMetrics } = await import('../../src/liquidity/ingest.js');
-    const writing = ingestMetrics({ em: server.database.db.em(), clock, events: noLiveEvents }, csv, 'CSV');
+    const writing = ingestMetrics(
+      { em: server.database.db.em(), clock, events: noLiveEvents, versions: server.app.services.versions },
+      csv,
+      'CSV',
+    );
     const days = new Set<string>();
     const reads: Array<Promise<void>> = [];
     for (let i = 0; i < 20; i++) {

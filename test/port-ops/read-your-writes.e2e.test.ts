@@ -1,14 +1,19 @@
+import { Client } from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { LISTENER_APPLICATION_NAME } from '../../src/db/versions.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeEachDialect, describeWithPostgres } from '../helpers/env.js';
+import { NOTICE_BOUND_MS, servedWithin } from '../helpers/served.js';
 import { gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 import { demoKeys, startGatewayProcess, type GatewayProcess } from '../events/process.js';
 
 /*
  * A client that writes reads its write back on the very next request, through REST and GraphQL,
- * on one process and on another process sharing the database. The reader has asked the same
- * questions just before the write, so each answer is kept (src/gateway/pipeline/answers.ts): the data
- * version the write moved must make the next request execute again, in every process.
+ * and another process sharing the database serves it too: on the next request on SQLite, once the
+ * version's notice has arrived on PostgreSQL (src/db/versions.ts), also after its listening
+ * connection was killed. The reader has asked the same questions just before the write, so each
+ * answer is kept (src/gateway/pipeline/answers.ts): the data version the write moved must make the
+ * next request execute again, in every process.
  */
 
 const CALL = `query Call($id: ID!) { portCall(id: $id) { status serviceOrders { id status } } }`;
@@ -26,8 +31,11 @@ async function target(url: string, key: string): Promise<{ callId: string; vendo
   throw new Error('no scheduled call with a bunkering vendor at its port');
 }
 
-/** Writes on `writer`, then reads on `reader` with the next request, through both doors. */
-async function writeThenRead(writer: string, reader: string, key: string): Promise<void> {
+/**
+ * Writes on `writer`, then reads on `reader` through both doors: with the next request, or within
+ * `boundMs` when the reader is another process that learns of versions by notices.
+ */
+async function writeThenRead(writer: string, reader: string, key: string, boundMs = 0): Promise<void> {
   const { callId, vendorId } = await target(writer, key);
   // The same reads before the write: their answers are kept, and must not be served after it.
   const ordersPath = `/v1/service-orders?portCallId=${callId}&limit=100`;
@@ -47,14 +55,24 @@ async function writeThenRead(writer: string, reader: string, key: string): Promi
   expect(created.status, created.text).toBe(201);
   const orderId = created.body.id as string;
 
-  const viaRest = await rest(reader, ordersPath, { key });
-  expect((viaRest.body.data as Json[]).map((o) => o.id)).toContain(orderId);
+  const orderIds = (body: Json): string[] => (body.data as Json[]).map((o) => o.id as string);
+  const viaRest = await servedWithin(
+    () => rest(reader, ordersPath, { key }),
+    (r) => orderIds(r.body).includes(orderId),
+    boundMs,
+  );
+  expect(orderIds(viaRest.body)).toContain(orderId);
   const viaGraphql = await gql(reader, CALL, { key, variables: { id: callId } });
   expect((viaGraphql.body.data as Json).portCall.serviceOrders.map((o: Json) => o.id)).toContain(orderId);
 
   const moved = await gql(writer, TRANSITION, { key, variables: { id: callId } });
   expect(moved.body.errors).toBeUndefined();
-  expect((await rest(reader, `/v1/port-calls/${callId}`, { key })).body.status).toBe('ARRIVED');
+  const status = await servedWithin(
+    async () => (await rest(reader, `/v1/port-calls/${callId}`, { key })).body.status as string,
+    (s) => s === 'ARRIVED',
+    boundMs,
+  );
+  expect(status).toBe('ARRIVED');
   expect(
     ((await gql(reader, CALL, { key, variables: { id: callId } })).body.data as Json).portCall.status,
   ).toBe('ARRIVED');
@@ -77,14 +95,49 @@ describeWithPostgres('port-ops: reads follow writes across two gateways on one P
   let b: GatewayProcess;
   beforeAll(async () => {
     database = await createTestDatabase('postgresql');
-    a = await startGatewayProcess({ DATABASE_URL: database.url, DEMO_SEED: 'true' });
-    b = await startGatewayProcess({ DATABASE_URL: database.url });
-  }, 120_000);
+    // Seeding on a loaded machine takes most of a minute.
+    a = await startGatewayProcess({ DATABASE_URL: database.url, DEMO_SEED: 'true' }, 120_000);
+    b = await startGatewayProcess({ DATABASE_URL: database.url }, 120_000);
+  }, 240_000);
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
     await database?.drop();
   });
 
-  it('what A wrote, B serves on the next request', () =>
-    writeThenRead(a.url, b.url, demoKeys(a.output()).INSTITUTIONAL!.key));
+  it('what A wrote, A serves on the next request and B once the notice arrives', async () => {
+    const key = demoKeys(a.output()).INSTITUTIONAL!.key;
+    await writeThenRead(a.url, a.url, key);
+    await writeThenRead(a.url, b.url, key, NOTICE_BOUND_MS);
+  });
+
+  it("B still serves A's writes after B's listening connection is killed, and listens again", async () => {
+    const admin = new Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const listeners = async () =>
+        (
+          await admin.query<{ pid: number }>(
+            `select pid from pg_stat_activity where application_name = $1 and datname = current_database()
+             order by backend_start`,
+            [LISTENER_APPLICATION_NAME],
+          )
+        ).rows.map((r) => r.pid);
+      // A started first: the newer listening connection is B's.
+      const before = await listeners();
+      expect(before).toHaveLength(2);
+      const [ofA, ofB] = before as [number, number];
+      await admin.query('select pg_terminate_backend($1)', [ofB]);
+      // B reads its versions from the database until it listens again: fresh all along.
+      await writeThenRead(a.url, b.url, demoKeys(a.output()).INSTITUTIONAL!.key, NOTICE_BOUND_MS);
+      const deadline = Date.now() + 10_000;
+      while ((await listeners()).length < 2 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      const after = await listeners();
+      expect(after).toHaveLength(2);
+      expect(after).toContain(ofA);
+      expect(after).not.toContain(ofB);
+    } finally {
+      await admin.end();
+    }
+  });
 });

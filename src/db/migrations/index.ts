@@ -17,6 +17,7 @@ import { Migration20261125000200PortOpsOrderIndexes } from './Migration202611250
 import { Migration20261125000300PortOpsVersions } from './Migration20261125000300PortOpsVersions.js';
 import { Migration20261128000500OpenIdConnect } from './Migration20261128000500OpenIdConnect.js';
 import { Migration20261128000700ConsoleRequestLog } from './Migration20261128000700ConsoleRequestLog.js';
+import { Migration20261128000800VersionNotices } from './Migration20261128000800VersionNotices.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -41,4 +42,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261125000300PortOpsVersions', class: Migration20261125000300PortOpsVersions },
   { name: 'Migration20261128000500OpenIdConnect', class: Migration20261128000500OpenIdConnect },
   { name: 'Migration20261128000700ConsoleRequestLog', class: Migration20261128000700ConsoleRequestLog },
+  { name: 'Migration20261128000800VersionNotices', class: Migration20261128000800VersionNotices },
 ];

@@ -21,12 +21,15 @@ import type { AppServices } from '../schema/context.js';
  * from the kept result, which the pipeline formats as it formats a fresh one. So the answer is the
  * same by every door and however often the operation was seen, and only the execution is saved.
  *
- * Invalidation: a source's version is read from the database on every request (one prepared point
- * query) and a kept result serves only the version it was executed at. The version moves in the
- * writing transaction (for port operations, by triggers: every writer moves it, the CLI and
- * another gateway process included), so a client reads its own write on the next request, and a
- * change made anywhere is served by every process on the next request after it commits. A result
- * executed while a write committed may hold data newer than its version: never older.
+ * Invalidation: a kept result serves only the version of its source it was executed at, and the
+ * version is checked on every request. The version moves in the writing transaction (for port
+ * operations, by triggers: every writer moves it, the CLI and another gateway process included).
+ * On SQLite it is read from the database each time (kept on the connection until the file
+ * changes), so a change made anywhere is served on the next request after it commits. On
+ * PostgreSQL it is kept in memory from the database's notices (src/db/versions.ts): a client still
+ * reads its own write on its next request (a mutation marks what its caller reads, see `written`),
+ * and a change made elsewhere is served once its notice arrives. A result executed while a write
+ * committed may hold data newer than its version: never older.
  *
  * What may be kept is declared by the source as schema coordinates (`PortCall.eta`): fields whose
  * value is a function of the source's data, the caller's account and the arguments only. A field
@@ -52,6 +55,11 @@ export interface AnswerSource {
    * a kept answer is then served without a promise.
    */
   version(services: AppServices, scope: string): MaybePromise<string>;
+  /**
+   * A mutation by `principal` has ended in this process: what it wrote must be served to it on its
+   * next request, whatever delay the version's other paths have.
+   */
+  written?(services: AppServices, principal: Principal): void;
   /**
    * Arguments (`Query.scores(profileId:)`) that bring in data the version does not cover: an answer
    * is kept only when the argument is absent or null (a variable feeding it is checked per request).

@@ -357,6 +357,8 @@ export class Operations {
     const { prepared, context, variables } = admitted;
     const execute = () => prepared.compiled.query(root, context, variables);
     const principal = context.principal;
+    if (prepared.operationType === 'mutation' && principal && this.answers)
+      return this.writing(principal, execute);
     const keepable = prepared.answers;
     if (!this.answers || !keepable || root !== undefined || !principal || !keptWith(keepable, variables))
       return execute();
@@ -366,6 +368,29 @@ export class Operations {
     if (scope === undefined || vars === undefined) return execute();
     const key = `${prepared.id}\u0000${scope}\u0000${vars}`;
     return this.answers.answer(source, this.services, scope, key, execute);
+  }
+
+  /**
+   * Runs a mutation, then tells every answer source that this caller wrote (even when a field
+   * failed: the fields before it may have committed), before the caller can send its next request.
+   */
+  private writing(
+    principal: Principal,
+    execute: () => MaybePromise<ExecutionResult>,
+  ): MaybePromise<ExecutionResult> {
+    const written = () => {
+      for (const source of this.answerSources) source.written?.(this.services, principal);
+    };
+    let result: MaybePromise<ExecutionResult>;
+    try {
+      result = execute();
+    } catch (e) {
+      written();
+      throw e;
+    }
+    if (isPromise(result)) return result.finally(written);
+    written();
+    return result;
   }
 
   /**

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ValidationRule } from 'graphql';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/orm.js';
+import type { ReadModelVersions } from '../../db/versions.js';
 import type { Clock } from '../../kernel/clock.js';
 import { Deadline } from '../../kernel/deadline.js';
 import type { MaybePromise } from '../../kernel/maybe-async.js';
@@ -25,6 +26,8 @@ import type { Telemetry } from '../observability/telemetry.js';
 export interface AppServices {
   config: Config;
   db: Database;
+  /** The versions of the data behind read models and kept answers (src/db/versions.ts). */
+  versions: ReadModelVersions;
   clock: Clock;
   logger: FastifyBaseLogger;
   /** Called once per operation after the access check passes: rate limits and quotas. */
