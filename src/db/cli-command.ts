@@ -1,12 +1,19 @@
 import type { Config } from '../config.js';
 import type { Database } from './orm.js';
 import type { Clock } from '../kernel/clock.js';
+import type { ReadModelVersions } from './versions.js';
 
 /** What a CLI command gets: config from the environment, a migrated database, the clock. */
 export interface CliContext {
   config: Config;
   db: Database;
   clock: Clock;
+  /**
+   * The versions of a gateway running in this process, whose read models a command's writes are
+   * announced to (tests run commands beside a server). A CLI process has none: its writes reach
+   * the gateways through the version rows.
+   */
+  versions?: ReadModelVersions;
   /** Reports a step of a long task on a terminal (stderr); silent with --json or when piped. */
   progress?: (message: string) => void;
 }

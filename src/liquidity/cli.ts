@@ -9,9 +9,9 @@ import { noLiveEvents } from '../kernel/events.js';
 
 // The command table loads nothing heavy: each `run` imports what it needs (src/cli.ts).
 
-/** The CLI runs no read model: its writes reach the gateways through the version rows alone. */
+/** A command's writes are announced to the gateway of this process, if one runs here (CliContext). */
 function cliWriter(ctx: CliContext): WriterDeps {
-  return { em: ctx.db.em(), clock: ctx.clock, versions: new ReadModelVersions(ctx.db) };
+  return { em: ctx.db.em(), clock: ctx.clock, versions: ctx.versions ?? new ReadModelVersions(ctx.db) };
 }
 
 /** CSV or JSON, from --format or the file's extension. */

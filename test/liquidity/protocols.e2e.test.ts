@@ -303,7 +303,12 @@ describeEachDialect('liquidity protocol onboarding', (dialect) => {
 
   it('imports protocols from a file with the CLI, all rows or none, naming line and field', async () => {
     const cmd = liquidityCommands.find((c) => c.name === 'liquidity protocols')!;
-    const ctx = { config: server.config, db: server.database.db, clock };
+    const ctx = {
+      config: server.config,
+      db: server.database.db,
+      clock,
+      versions: server.app.services.versions,
+    };
     const dir = mkdtempSync(join(tmpdir(), 'tidegate-protocols-'));
     const header =
       'slug,name,category,token_symbol,issuer,jurisdiction,regulatory_status,custodian,qualified_custodian,governance_model,governance_maturity,chains,token_standard,redemption_frequency,notice_period_days,redemption_gates,minimum_investment_usd,yield_pct,launch_date,kyc_required,accredited_only,sanctions_screening,yield_attribution';

@@ -134,7 +134,7 @@ describeEachDialect('liquidity read model in one process', (dialect) => {
       // The server's clock is the system clock: a row dated tomorrow is refused unless the CLI's clock agrees.
       const clock = { now: () => new Date(Date.now() + 86_400_000) };
       await cmd.run(
-        { config: server.config, db: server.database.db, clock },
+        { config: server.config, db: server.database.db, clock, versions: server.app.services.versions },
         { options: { json: true }, positionals: [file] },
       );
       const seen = await latest(server.url, analyst, 'atlas-gilt');
@@ -175,6 +175,9 @@ describeEachDialect('liquidity read model in one process', (dialect) => {
   });
 });
 
+/** A gateway process seeding the demo takes most of a minute on a loaded machine. */
+const STARTUP_MS = 120_000;
+
 describe('liquidity read model across processes on SQLite', () => {
   let file: { url: string; drop(): Promise<void> };
   let gateway: GatewayProcess;
@@ -182,15 +185,18 @@ describe('liquidity read model across processes on SQLite', () => {
   let key: string;
   beforeAll(async () => {
     file = await emptyDatabase('sqlite');
-    gateway = await startGatewayProcess({
-      ...UNLIMITED,
-      DATABASE_URL: file.url,
-      DEMO_SEED: 'true',
-      READ_MODEL_POLL: '1s',
-    });
+    gateway = await startGatewayProcess(
+      {
+        ...UNLIMITED,
+        DATABASE_URL: file.url,
+        DEMO_SEED: 'true',
+        READ_MODEL_POLL: '1s',
+      },
+      STARTUP_MS,
+    );
     key = demoKeys(gateway.output()).ANALYST!.key;
     cli = await openAppDatabase(file.url);
-  }, 120_000);
+  }, 2 * STARTUP_MS);
   afterAll(async () => {
     await gateway?.stop();
     await cli?.close();
@@ -235,10 +241,10 @@ describeWithPostgres('liquidity read model across gateways on one PostgreSQL', (
       database = await createTestDatabase('postgresql');
       const env = { ...UNLIMITED, DATABASE_URL: database.url, READ_MODEL_POLL: '60s' };
       const bus = { REDIS_URL: TEST_REDIS_URL!, REDIS_PREFIX: prefix };
-      a = await startGatewayProcess({ ...env, ...bus, DEMO_SEED: 'true' });
+      a = await startGatewayProcess({ ...env, ...bus, DEMO_SEED: 'true' }, STARTUP_MS);
       [b, c] = await Promise.all([
-        startGatewayProcess({ ...env, ...bus }),
-        startGatewayProcess({ ...env, READ_MODEL_POLL: '1s' }),
+        startGatewayProcess({ ...env, ...bus }, STARTUP_MS),
+        startGatewayProcess({ ...env, READ_MODEL_POLL: '1s' }, STARTUP_MS),
       ]);
       const keys = demoKeys(a.output());
       analyst = keys.ANALYST!.key;
@@ -249,7 +255,7 @@ describeWithPostgres('liquidity read model across gateways on one PostgreSQL', (
           { accountId: keys.INSTITUTIONAL!.accountId, scopes: 'admin' },
         )
       ).secret;
-    }, 180_000);
+    }, 3 * STARTUP_MS);
     afterAll(async () => {
       await Promise.all([a?.stop(), b?.stop(), c?.stop()]);
       await database?.drop();

@@ -413,7 +413,7 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
       );
       const cmd = liquidityCommands.find((c) => c.name === 'liquidity ingest')!;
       const out = await cmd.run(
-        { config: server.config, db: server.database.db, clock },
+        { config: server.config, db: server.database.db, clock, versions: server.app.services.versions },
         { options: { json: true }, positionals: [file] },
       );
       expect(out.json).toMatchObject({ rows: 1, protocols: 1, daysScored: 40 * 10 });
@@ -433,20 +433,20 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
       // The same file again is a duplicate report; with --replace it is a correction that changes nothing.
       await expect(
         cmd.run(
-          { config: server.config, db: server.database.db, clock },
+          { config: server.config, db: server.database.db, clock, versions: server.app.services.versions },
           { options: {}, positionals: [file] },
         ),
       ).rejects.toThrow(
         'date: item 1: atlas-gilt already has reported data for 2026-06-25; send the file with replace to correct it',
       );
       const again = await cmd.run(
-        { config: server.config, db: server.database.db, clock },
+        { config: server.config, db: server.database.db, clock, versions: server.app.services.versions },
         { options: { json: true, replace: true }, positionals: [file] },
       );
       expect(again.json).toMatchObject({ rows: 1, daysScored: 0, events: 0 });
       await expect(
         cmd.run(
-          { config: server.config, db: server.database.db, clock },
+          { config: server.config, db: server.database.db, clock, versions: server.app.services.versions },
           { options: {}, positionals: [join(dir, 'metrics.txt')] },
         ),
       ).rejects.toThrow(/format: must be csv or json/);
