@@ -50,15 +50,27 @@ describeEachDialect('version reads from the database', (dialect) => {
     });
     await written;
     const during = fromDatabase.read(NAMES);
-    // SQLite's one connection is the transaction's: the read waits for it instead of running on it.
-    expect(during).toBeInstanceOf(Promise);
-    let settled: string | undefined;
-    void Promise.resolve(during).then((v) => (settled = v));
-    await new Promise((r) => setTimeout(r, 50));
-    if (dialect === 'sqlite') expect(settled).toBeUndefined();
-    else expect(settled).toBe(before);
-    commit();
-    await transaction;
+    try {
+      // SQLite's one connection is the transaction's: the read waits for it instead of running on it.
+      expect(during).toBeInstanceOf(Promise);
+      let settled: string | undefined;
+      void Promise.resolve(during).then((v) => (settled = v));
+      if (dialect === 'sqlite') {
+        await new Promise((r) => setTimeout(r, 50));
+        expect(settled).toBeUndefined();
+      } else {
+        expect(
+          await servedWithin(
+            () => settled,
+            (v) => v !== undefined,
+            2_000,
+          ),
+        ).toBe(before);
+      }
+    } finally {
+      commit();
+      await transaction;
+    }
     if (dialect === 'sqlite') expect(major(await during)).toBe(major(before) + 1);
     expect(major(await fromDatabase.read(NAMES))).toBe(major(before) + 1);
   });
@@ -113,10 +125,13 @@ describeWithPostgres('version reads from memory on PostgreSQL', () => {
       await gate;
     });
     await written;
-    await new Promise((r) => setTimeout(r, 50));
-    expect(versions.read(NAMES)).toBe(before);
-    commit();
-    await transaction;
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      expect(versions.read(NAMES)).toBe(before);
+    } finally {
+      commit();
+      await transaction;
+    }
     expect(
       major(
         await servedWithin(

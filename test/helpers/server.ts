@@ -5,6 +5,7 @@ import type { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js';
 import { copyOfTemplate, createTestDatabase, templatesOf, type TestDatabase } from './db.js';
 import { TEST_SECRETS_KEY } from './env.js';
+import { NOTICE_BOUND_MS, servedWithin } from './served.js';
 import { seededTemplateIsFresh } from './templates.js';
 
 export interface TestServer {
@@ -203,11 +204,25 @@ export async function createKey(
 
 /**
  * Moves every port-ops data version, as any write would (src/gateway/pipeline/answers.ts): the next read of
- * each kept answer executes again. For tests that look at what an execution does.
+ * each kept answer executes again. For tests that look at what an execution does. On PostgreSQL the
+ * server learns of it by notices: this returns once it has heard of every moved version.
  */
 export async function staleKeptAnswers(server: TestServer): Promise<void> {
-  await server.database.db
-    .em()
-    .getConnection()
-    .execute(`update read_model_versions set version = version + 1 where name like 'port-ops%'`);
+  const connection = server.database.db.em().getConnection();
+  await connection.execute(
+    `update read_model_versions set version = version + 1 where name like 'port-ops%'`,
+  );
+  const moved = (await connection.execute(
+    `select name, version from read_model_versions where name like 'port-ops%'`,
+  )) as Array<{ name: string; version: number | string }>;
+  const versions = server.app.services.versions;
+  for (const { name, version } of moved) {
+    const wanted = `${version}.${version}`;
+    const heard = await servedWithin(
+      () => versions.read([name, name]),
+      (v) => v === wanted,
+      NOTICE_BOUND_MS,
+    );
+    if (heard !== wanted) throw new Error(`the server did not hear that ${name} moved to ${version}`);
+  }
 }

@@ -27,6 +27,8 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
   afterAll(() => server?.close());
 
   const VERSION_READ = /from read_model_versions/;
+  /** SQLite reads the data version per request; PostgreSQL keeps it in memory (src/db/versions.ts). */
+  const versionReads = dialect === 'sqlite' ? 1 : 0;
 
   async function record(run: () => Promise<unknown>): Promise<{ domain: string[]; versions: string[] }> {
     statements.length = 0;
@@ -42,7 +44,7 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
 
   /**
    * The statements of an execution (the kept answer is made stale first), then of the same request
-   * again: answered from the kept result after reading the data version alone.
+   * again: answered from the kept result after checking the data version alone.
    */
   async function count(run: () => Promise<unknown>): Promise<{ domain: string[] }> {
     await run(); // warm the credential cache so the measured run is steady-state
@@ -55,14 +57,14 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
         `${table} in\n${executed.domain.join('\n')}`,
       ).toBe(true);
     }
-    expect(executed.versions).toHaveLength(1);
+    expect(executed.versions).toHaveLength(versionReads);
     const kept = await record(run);
     expect(kept.domain, kept.domain.join('\n')).toEqual([]);
-    expect(kept.versions).toHaveLength(1);
+    expect(kept.versions).toHaveLength(versionReads);
     return executed;
   }
 
-  it('GraphQL: 50 port calls with vessel, port, orders and vendors in at most 5 statements plus the version read, then in the version read alone', async () => {
+  it('GraphQL: 50 port calls with vessel, port, orders and vendors in at most 5 statements plus the version check, then in the version check alone', async () => {
     let answer: Awaited<ReturnType<typeof gql>> | undefined;
     const { domain } = await count(async () => {
       answer = await gql(server.url, DASHBOARD_QUERY, { key: server.key('INSTITUTIONAL') });
@@ -74,7 +76,7 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
     expect(domain.length, domain.join('\n')).toBeLessThanOrEqual(5);
   });
 
-  it('REST: the same dashboard route in at most 5 statements plus the version read, then in the version read alone', async () => {
+  it('REST: the same dashboard route in at most 5 statements plus the version check, then in the version check alone', async () => {
     let body: { data: unknown[] } | undefined;
     const { domain } = await count(async () => {
       const res = await rest(server.url, '/v1/dashboard/port-calls?limit=50', {
