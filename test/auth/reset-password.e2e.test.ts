@@ -3,6 +3,7 @@ import { AuthSession } from '../../src/auth/entities.js';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { describeEachDialect } from '../helpers/env.js';
 import type { TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   Browser,
   command,
@@ -90,11 +91,11 @@ describeEachDialect('users reset-password ends the old sign-ins', (dialect) => {
     expect(exchanged.status).toBe(400);
     expect(exchanged.body.error).toBe('invalid_grant');
     // The access token is on the deny-list, which the server reloads every AUTH_DENYLIST_REFRESH.
-    let status = 200;
-    for (let i = 0; i < 100 && status === 200; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      status = await vesselStatus(server, tokens.access_token);
-    }
+    const status = await waitFor(
+      () => vesselStatus(server, tokens.access_token),
+      (s) => s !== 200,
+      { what: 'the deny-list reload', timeoutMs: 15_000, intervalMs: 50 },
+    );
     expect(status).toBe(401);
     // Another user's session is untouched.
     expect((await otherBrowser.fetch('/console')).status).toBe(200);

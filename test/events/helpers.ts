@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import type { DomainEvent } from '../../src/kernel/events.js';
 import { stageEvents, type EventDraft } from '../../src/events/stage.js';
 import type { TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 export interface Received {
   at: number;
@@ -172,19 +173,17 @@ export function wsSession(baseUrl: string, connectionParams: Record<string, unkn
   };
 }
 
-/** Waits until the server's bus has the expected listeners, i.e. the subscriptions are live (or ended). */
 /** Waits, polling every 10 ms, until `condition` holds; past `timeoutMs` fails saying what was awaited. */
 export async function eventually(
   condition: () => boolean,
   what: string | (() => string),
   timeoutMs = 10_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline)
-      throw new Error(`${typeof what === 'string' ? what : what()}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(condition, Boolean, {
+    what: typeof what === 'string' ? what : () => what(),
+    timeoutMs,
+    intervalMs: 10,
+  });
 }
 
 /** Waits until subscriptions are live (checked by `check`), naming their errors if they never start. */

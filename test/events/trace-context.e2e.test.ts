@@ -7,6 +7,7 @@ import { EventRecord } from '../../src/events/entities.js';
 import { Telemetry } from '../../src/gateway/observability/telemetry.js';
 import { describeWithPostgres, TEST_SECRETS_KEY } from '../helpers/env.js';
 import { rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import { startReceiver, type Receiver } from './helpers.js';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
@@ -128,15 +129,10 @@ describe('tracing off', () => {
 });
 
 async function spanNamed(exporter: InMemorySpanExporter, name: string): Promise<ReadableSpan> {
-  for (let i = 0; i < 200; i++) {
-    const found = exporter.getFinishedSpans().find((s) => s.name === name);
-    if (found) return found;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(
-    `no ${name} span among ${exporter
-      .getFinishedSpans()
-      .map((s) => s.name)
-      .join(', ')}`,
+  const spans = await waitFor(
+    () => exporter.getFinishedSpans(),
+    (finished) => finished.some((s) => s.name === name),
+    { what: (finished) => `a ${name} span among ${finished.map((s) => s.name).join(', ')}` },
   );
+  return spans.find((s) => s.name === name)!;
 }

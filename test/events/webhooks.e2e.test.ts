@@ -18,6 +18,7 @@ import { HOUR, ManualClock } from '../../src/kernel/clock.js';
 import { Plan } from '../../src/kernel/plans.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import { commitEvents, scoreChange, startReceiver, tierChange, type Receiver } from './helpers.js';
 
 async function count(
@@ -27,14 +28,9 @@ async function count(
   return server.database.db.em().count(entity, {});
 }
 
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** Deliveries retry on a backoff of seconds: a longer deadline than waitFor's default. */
+const until = <T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> =>
+  waitFor(read, done, { what, timeoutMs: 15_000 });
 
 /** Every column of the stored endpoint rows, as the database holds them. */
 async function storedEndpointRows(server: TestServer): Promise<string> {

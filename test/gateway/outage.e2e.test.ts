@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outageError } from '../../src/db/errors.js';
 import { TEST_POSTGRES_URL, describeWithPostgres, describeWithRedis } from '../helpers/env.js';
 import { gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /*
  * An unreachable data store is the service's trouble, not the caller's: every door answers 503
@@ -65,14 +66,6 @@ function expectUnavailable(answers: Awaited<ReturnType<typeof callEveryDoor>>): 
   }
 }
 
-async function eventually(check: () => Promise<boolean>): Promise<boolean> {
-  for (let i = 0; i < 50; i++) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
-}
-
 describeWithPostgres('PostgreSQL outage answers 503', () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -99,9 +92,11 @@ describeWithPostgres('PostgreSQL outage answers 503', () => {
       await asAdmin(`alter database ${name} allow_connections true`);
     }
     const key = server.key('INSTITUTIONAL');
-    expect(
-      await eventually(async () => (await gql(server.url, VESSEL_QUERY, { key })).body.errors === undefined),
-    ).toBe(true);
+    await waitFor(
+      async () => (await gql(server.url, VESSEL_QUERY, { key })).body.errors,
+      (errors) => errors === undefined,
+      { timeoutMs: 5_000, intervalMs: 100, what: (errors) => `recovery; still ${JSON.stringify(errors)}` },
+    );
     expect((await rest(server.url, '/v1/ports?limit=5', { key })).status).toBe(200);
   });
 

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gql, rest } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -43,9 +44,11 @@ describe('signed upload URLs stay out of the request log', () => {
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
     // The demo banner (stderr) and the listening line (stdout) come through separate pipes: wait for both.
-    for (let i = 0; i < 300 && !(/listening on/.test(output) && /Try:\s+curl/.test(output)); i++)
-      await new Promise((r) => setTimeout(r, 100));
-    if (!/listening on/.test(output)) throw new Error(`server did not start:\n${output}`);
+    await waitFor(
+      () => output,
+      (out) => /listening on/.test(out) && /Try:\s+curl/.test(out),
+      { timeoutMs: 50_000, what: (out) => `the server to start:\n${out}` },
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -85,8 +88,11 @@ describe('signed upload URLs stay out of the request log', () => {
     expect((await put(`/api${uploadUrl}`)).status).toBe(409);
 
     // Log lines are written asynchronously; wait until the last request's line is there.
-    for (let i = 0; i < 100 && (output.match(/token=\[REDACTED\]/g) ?? []).length < 3; i++)
-      await new Promise((r) => setTimeout(r, 50));
+    await waitFor(
+      () => output,
+      (out) => (out.match(/token=\[REDACTED\]/g) ?? []).length >= 3,
+      { timeoutMs: 5_000, what: 'the third redacted upload line' },
+    );
     expect((output.match(/"url":"\/(api\/)?v1\/documents\/uploads\?token=\[REDACTED\]"/g) ?? []).length).toBe(
       3,
     );

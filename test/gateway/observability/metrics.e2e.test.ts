@@ -9,6 +9,7 @@ import {
 } from '../../events/helpers.js';
 import { parsePrometheus, seriesValue, type Family } from '../../helpers/prometheus.js';
 import { gql, rest, startTestServer, type TestServer } from '../../helpers/server.js';
+import { waitFor } from '../../helpers/wait.js';
 
 type Families = Map<string, Family>;
 
@@ -131,11 +132,11 @@ describe('Prometheus metrics at /metrics', () => {
     // Not the Analyst key: the refusal test spent its two calls a minute.
     const session = wsSession(server.url, { apiKey: server.key('PROFESSIONAL') });
     const sub = session.subscribe('subscription { tierChanged(slugs: ["alpha"]) { slug } }');
-    let families: Families = new Map();
-    for (let i = 0; i < 100 && value(families, 'tidegate_ws_subscriptions') < 1; i++) {
-      families = await scrape(server.url);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const families = await waitFor(
+      () => scrape(server.url),
+      (scraped) => value(scraped, 'tidegate_ws_subscriptions') >= 1,
+      { what: 'the subscription in the scrape' },
+    );
     expect(sub.errors).toEqual([]);
     expect(value(families, 'tidegate_ws_connections')).toBe(1);
     expect(value(families, 'tidegate_ws_subscriptions')).toBe(1);
@@ -158,12 +159,11 @@ describe('Prometheus metrics at /metrics', () => {
     receiver.respond = () => 500;
     await commitEvents(server, [tierChange('alpha')]);
     await receiver.waitFor((all) => all.length >= 1);
-    let failing: Families = new Map();
-    for (let i = 0; i < 100; i++) {
-      failing = await scrape(server.url);
-      if (value(failing, 'tidegate_webhook_delivery_attempts_total', { outcome: 'retry' }) > 0) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const failing = await waitFor(
+      () => scrape(server.url),
+      (scraped) => value(scraped, 'tidegate_webhook_delivery_attempts_total', { outcome: 'retry' }) > 0,
+      { what: 'the retried attempt in the scrape' },
+    );
     expect(value(failing, 'tidegate_events_published_total', { type: 'tier_change' })).toBe(
       value(before, 'tidegate_events_published_total', { type: 'tier_change' }) + 1,
     );

@@ -3,6 +3,7 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Telemetry } from '../../../src/gateway/observability/telemetry.js';
 import { rest, startTestServer, type TestServer } from '../../helpers/server.js';
+import { waitFor } from '../../helpers/wait.js';
 import { startReceiver, type Receiver } from '../../events/helpers.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -89,19 +90,14 @@ describe('OpenTelemetry tracing', () => {
   });
 });
 
-async function waitForSpan(
+/** The finished spans, once one of them is `found`. */
+function waitForSpan(
   exporter: InMemorySpanExporter,
   found: (span: ReadableSpan) => boolean,
 ): Promise<ReadableSpan[]> {
-  for (let i = 0; i < 200; i++) {
-    const spans = exporter.getFinishedSpans();
-    if (spans.some(found)) return spans;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(
-    `no such span among ${exporter
-      .getFinishedSpans()
-      .map((s) => s.name)
-      .join(', ')}`,
+  return waitFor(
+    () => exporter.getFinishedSpans(),
+    (spans) => spans.some(found),
+    { what: (spans) => `the span among ${spans.map((s) => s.name).join(', ')}` },
   );
 }
