@@ -50,3 +50,17 @@ export function describeWithChromium(name: string, fn: () => void): void {
       fn,
     );
 }
+
+/** `promtool` (Debian package `prometheus`; `.ci/run` installs it), for the metrics lint. */
+export const PROMTOOL_PATH = process.env.PROMTOOL_PATH ?? '/usr/bin/promtool';
+
+export function describeWithPromtool(name: string, fn: () => void): void {
+  const present = existsSync(PROMTOOL_PATH);
+  requireInCi(`promtool at ${PROMTOOL_PATH}`, present);
+  if (present) describe(name, fn);
+  else
+    describe.skip(
+      `${name} (skipped: no promtool at ${PROMTOOL_PATH}; apt-get install prometheus or set PROMTOOL_PATH)`,
+      fn,
+    );
+}

@@ -168,6 +168,15 @@ class RequestSeries {
 }
 
 /**
+ * prom-client's default metrics name three gauges `nodejs_active_{handles,requests,resources}_total`;
+ * `_total` is for counters, and `promtool check metrics` says so. They are served as
+ * `nodejs_active_{handles,requests,resources}_all_types` (the name without the suffix is taken by
+ * prom-client's per-type gauges, whose sum they are). prom-client offers no way to rename a default
+ * metric, so the exposition text is rewritten (HELP, TYPE and the samples).
+ */
+const MISNAMED_GAUGES = /\b(nodejs_active_(?:handles|requests|resources))_total\b/g;
+
+/**
  * Client-chosen operation names are unbounded: past this many distinct ones, the rest share the
  * label `other`. Only operations of authenticated callers that were admitted spend the budget, so a
  * stranger cannot use it up; the others count under UNADMITTED.
@@ -307,7 +316,8 @@ export class Metrics {
 
   /** Every family in the Prometheus text format: the registry's, then the request durations. */
   async exposition(): Promise<string> {
-    return (await this.registry.metrics()) + this.requests.histogramText();
+    const registry = (await this.registry.metrics()).replace(MISNAMED_GAUGES, '$1_all_types');
+    return registry + this.requests.histogramText();
   }
 
   /** A query whose results may be kept (src/gateway/pipeline/answers.ts): answered from a kept result, joined, or executed. */
