@@ -3,7 +3,7 @@ import { accountsModule } from './accounts/module.js';
 import { viewerByReference } from './accounts/resolvers.js';
 import { auditModule } from './audit/module.js';
 import { eventsModule, webhookResolvers } from './events/module.js';
-import { LiveEventsResolver } from './events/subscriptions.js';
+import { LiveEventsResolver, liquidityFeedResolvers } from './events/subscriptions.js';
 import { authModule } from './auth/module.js';
 import type { GraphQLSchema } from 'graphql';
 import type { SubgraphName } from './config.js';
@@ -45,7 +45,10 @@ export const SUBGRAPHS: Record<SubgraphName, SubgraphDefinition> = {
     entities: { Viewer: { key: 'accountId', resolveReference: viewerByReference } },
   },
   'port-ops': { resolvers: portOpsModule.resolvers, shareable: ['PageInfo'] },
-  liquidity: { resolvers: [...liquidityModule.resolvers, LiveEventsResolver], shareable: ['PageInfo'] },
+  liquidity: {
+    resolvers: [...liquidityModule.resolvers, LiveEventsResolver, ...liquidityFeedResolvers],
+    shareable: ['PageInfo'],
+  },
 };
 
 /** Where `npm run schema` writes a subgraph's SDL (checked in, like schema/schema.graphql). */

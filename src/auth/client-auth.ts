@@ -1,7 +1,7 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticateClient } from './clients.js';
 import type { OAuthClient } from './entities.js';
-import type { Form } from './form.js';
+import { formBody, type Form } from './form.js';
 import { invalidClient, invalidRequest, tooManyAttempts } from './oauth-error.js';
 import type { AuthRuntime } from './runtime.js';
 
@@ -42,7 +42,7 @@ function presentedClient(request: FastifyRequest, form: Form): PresentedClient {
  * per client_id alone: client_ids are public, so such a counter would let anyone lock a client
  * out. Past a limit that IP gets 429 (even with the right secret) until the window ends.
  */
-export async function authenticateCaller(
+async function authenticateCaller(
   runtime: AuthRuntime,
   request: FastifyRequest,
   form: Form,
@@ -56,4 +56,18 @@ export async function authenticateCaller(
     throw invalidClient();
   }
   return client;
+}
+
+/**
+ * How every client-authenticated endpoint (token, revocation, introspection) starts: its answer is
+ * never cached, its body is a form, and its caller is an authenticated client.
+ */
+export async function clientRequest(
+  runtime: AuthRuntime,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<{ form: Form; client: OAuthClient }> {
+  reply.header('cache-control', 'no-store');
+  const form = formBody(request);
+  return { form, client: await authenticateCaller(runtime, request, form) };
 }

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticateCaller } from './client-auth.js';
+import { clientRequest } from './client-auth.js';
 import type { OAuthClient } from './entities.js';
-import { formBody, requireParam } from './form.js';
+import { requireParam } from './form.js';
 import { invalidClient } from './oauth-error.js';
 import type { AuthRuntime } from './runtime.js';
 import { findRefreshToken, REFRESH_TOKEN_PREFIX } from './tokens.js';
@@ -26,9 +26,7 @@ export async function introspectEndpoint(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<object> {
-  reply.header('cache-control', 'no-store');
-  const form = formBody(request);
-  const caller = await authenticateCaller(runtime, request, form);
+  const { form, client: caller } = await clientRequest(runtime, request, reply);
   if (!caller.confidential) {
     throw invalidClient('introspection requires a confidential client authenticated with its secret');
   }

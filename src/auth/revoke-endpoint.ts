@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticateCaller } from './client-auth.js';
+import { clientRequest } from './client-auth.js';
 import type { OAuthClient } from './entities.js';
-import { formBody, requireParam } from './form.js';
+import { requireParam } from './form.js';
 import { OAuthError } from './oauth-error.js';
 import type { AuthRuntime } from './runtime.js';
 import {
@@ -33,9 +33,7 @@ export async function revokeEndpoint(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<string> {
-  reply.header('cache-control', 'no-store');
-  const form = formBody(request);
-  const client = await authenticateCaller(runtime, request, form);
+  const { form, client } = await clientRequest(runtime, request, reply);
   const token = requireParam(form, 'token');
   const { clock, events } = runtime.services;
 

@@ -9,10 +9,10 @@ import {
   normalizeGrantScope,
   type GrantScope,
 } from '../kernel/scopes.js';
-import { authenticateCaller } from './client-auth.js';
+import { clientRequest } from './client-auth.js';
 import { GRANT_TYPES, type GrantType } from './clients.js';
 import { AuthorizationCode, RefreshToken, type OAuthClient } from './entities.js';
-import { formBody, requireParam, type Form } from './form.js';
+import { requireParam, type Form } from './form.js';
 import { invalidGrant, invalidRequest, invalidScope, OAuthError } from './oauth-error.js';
 import type { AuthRuntime } from './runtime.js';
 import {
@@ -37,9 +37,9 @@ export async function tokenEndpoint(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<TokenResponse> {
-  reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-  const form = formBody(request);
-  const client = await authenticateCaller(runtime, request, form);
+  // RFC 6749 §5.1 asks the token response for Pragma as well, for HTTP/1.0 caches.
+  reply.header('pragma', 'no-cache');
+  const { form, client } = await clientRequest(runtime, request, reply);
   const grantType = checkGrantTypeKnown(form);
   checkGrantEnabled(client, grantType);
   return GRANTS[grantType](runtime, client, form);

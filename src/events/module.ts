@@ -12,7 +12,7 @@ import {
   WebhookEndpointPageResolver,
 } from './resolvers.js';
 import { resealLegacySecrets } from './secrets.js';
-import { LiveEventsResolver } from './subscriptions.js';
+import { LiveEventsResolver, liquidityFeedResolvers } from './subscriptions.js';
 
 /** Counts what this process publishes (the trace of each event is stored with it when staged). */
 export function observedPublisher(bus: EventBus, metrics: Pick<Metrics, 'published'>): EventPublisher {
@@ -37,7 +37,7 @@ export const webhookResolvers = [
 export const eventsModule: DomainModule = {
   name: 'events',
   summary: 'Webhook endpoints (liquidity and port-operations doors), their deliveries and signing secrets',
-  resolvers: [LiveEventsResolver, ...webhookResolvers],
+  resolvers: [LiveEventsResolver, ...liquidityFeedResolvers, ...webhookResolvers],
   restRoutes: eventsRestRoutes,
   async start(services) {
     const resealed = await resealLegacySecrets(services.db, services.secrets);

@@ -175,6 +175,49 @@ const slugsArg = {
   description: 'Only these protocols (by slug); all when omitted.',
 } as const;
 
+/**
+ * A market-wide liquidity feed: the events of one type, optionally for some protocols, from a
+ * plan up. These feeds differ in nothing else, so one resolver class is made per feed.
+ */
+function liquidityFeed(name: string, type: string, plan: Plan, description: string) {
+  @Resolver()
+  class LiquidityFeedResolver {
+    @Subscription(() => LiquidityEvent, {
+      name,
+      description,
+      subscribe: ({ args, context }: SubscribeData) => subscribe(context, [type], bySlug(args)),
+    })
+    @RequiresPlan(plan)
+    @RequiresScopes('read:liquidity')
+    feed(
+      @Root() event: DomainEvent<Payload>,
+      @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
+    ): LiquidityEvent {
+      return toLiquidityEvent(event);
+    }
+  }
+  return LiquidityFeedResolver;
+}
+
+const PROFESSIONAL_NOTE = 'Professional plan or higher, like liquidity webhooks.';
+
+export const liquidityFeedResolvers = [
+  liquidityFeed('aumChanged', 'aum_change', Plan.ANALYST, 'AUM movements (`aum_change`).'),
+  liquidityFeed('dataStale', 'data_stale', Plan.ANALYST, 'Stale-data warnings (`data_stale`).'),
+  liquidityFeed(
+    'complianceAlerts',
+    'compliance_alert',
+    Plan.PROFESSIONAL,
+    `Compliance alerts (\`compliance_alert\`). ${PROFESSIONAL_NOTE}`,
+  ),
+  liquidityFeed(
+    'circuitBreakers',
+    'circuit_breaker',
+    Plan.PROFESSIONAL,
+    `Circuit-breaker trips (\`circuit_breaker\`). ${PROFESSIONAL_NOTE}`,
+  ),
+];
+
 @Resolver()
 export class LiveEventsResolver {
   @Subscription(() => ScoreChange, {
@@ -237,60 +280,6 @@ export class LiveEventsResolver {
       score: num(p, 'score'),
       asOf: date(p, 'asOf', event.occurredAt),
     };
-  }
-
-  @Subscription(() => LiquidityEvent, {
-    description: 'AUM movements (`aum_change`).',
-    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['aum_change'], bySlug(args)),
-  })
-  @RequiresPlan(Plan.ANALYST)
-  @RequiresScopes('read:liquidity')
-  aumChanged(
-    @Root() event: DomainEvent<Payload>,
-    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
-  ): LiquidityEvent {
-    return toLiquidityEvent(event);
-  }
-
-  @Subscription(() => LiquidityEvent, {
-    description: 'Stale-data warnings (`data_stale`).',
-    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['data_stale'], bySlug(args)),
-  })
-  @RequiresPlan(Plan.ANALYST)
-  @RequiresScopes('read:liquidity')
-  dataStale(
-    @Root() event: DomainEvent<Payload>,
-    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
-  ): LiquidityEvent {
-    return toLiquidityEvent(event);
-  }
-
-  @Subscription(() => LiquidityEvent, {
-    description:
-      'Compliance alerts (`compliance_alert`). Professional plan or higher, like liquidity webhooks.',
-    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['compliance_alert'], bySlug(args)),
-  })
-  @RequiresPlan(Plan.PROFESSIONAL)
-  @RequiresScopes('read:liquidity')
-  complianceAlerts(
-    @Root() event: DomainEvent<Payload>,
-    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
-  ): LiquidityEvent {
-    return toLiquidityEvent(event);
-  }
-
-  @Subscription(() => LiquidityEvent, {
-    description:
-      'Circuit-breaker trips (`circuit_breaker`). Professional plan or higher, like liquidity webhooks.',
-    subscribe: ({ args, context }: SubscribeData) => subscribe(context, ['circuit_breaker'], bySlug(args)),
-  })
-  @RequiresPlan(Plan.PROFESSIONAL)
-  @RequiresScopes('read:liquidity')
-  circuitBreakers(
-    @Root() event: DomainEvent<Payload>,
-    @Arg('slugs', () => [String], slugsArg) _slugs?: string[] | null,
-  ): LiquidityEvent {
-    return toLiquidityEvent(event);
   }
 
   @Subscription(() => WatchlistAlertEvent, {

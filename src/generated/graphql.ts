@@ -2143,10 +2143,6 @@ export type DocumentUploadInput = {
 
 export type Subscription = {
   __typename?: 'Subscription';
-  /** Score changes, optionally for some protocols and at least |minDelta| points. */
-  scoreChanged: ScoreChange;
-  /** Tier changes, optionally for some protocols. */
-  tierChanged: TierChange;
   /** AUM movements (`aum_change`). */
   aumChanged: LiquidityEvent;
   /** Stale-data warnings (`data_stale`). */
@@ -2155,23 +2151,16 @@ export type Subscription = {
   complianceAlerts: LiquidityEvent;
   /** Circuit-breaker trips (`circuit_breaker`). Professional plan or higher, like liquidity webhooks. */
   circuitBreakers: LiquidityEvent;
+  /** Score changes, optionally for some protocols and at least |minDelta| points. */
+  scoreChanged: ScoreChange;
+  /** Tier changes, optionally for some protocols. */
+  tierChanged: TierChange;
   /** Alerts on the caller's own watchlists, optionally one watchlist. */
   watchlistAlerts: WatchlistAlertEvent;
   /** Port calls of the caller's account created or changing status; optionally one port call and/or one new status. */
   portCallUpdated: PortCallUpdate;
   /** Service orders of the caller's account created or changing status; optionally filtered. */
   serviceOrderUpdated: ServiceOrderUpdate;
-};
-
-
-export type SubscriptionScoreChangedArgs = {
-  minDelta?: InputMaybe<Scalars['Float']['input']>;
-  slugs?: InputMaybe<Array<Scalars['String']['input']>>;
-};
-
-
-export type SubscriptionTierChangedArgs = {
-  slugs?: InputMaybe<Array<Scalars['String']['input']>>;
 };
 
 
@@ -2195,6 +2184,17 @@ export type SubscriptionCircuitBreakersArgs = {
 };
 
 
+export type SubscriptionScoreChangedArgs = {
+  minDelta?: InputMaybe<Scalars['Float']['input']>;
+  slugs?: InputMaybe<Array<Scalars['String']['input']>>;
+};
+
+
+export type SubscriptionTierChangedArgs = {
+  slugs?: InputMaybe<Array<Scalars['String']['input']>>;
+};
+
+
 export type SubscriptionWatchlistAlertsArgs = {
   watchlistId?: InputMaybe<Scalars['ID']['input']>;
 };
@@ -2210,6 +2210,18 @@ export type SubscriptionServiceOrderUpdatedArgs = {
   portCallId?: InputMaybe<Scalars['ID']['input']>;
   serviceOrderId?: InputMaybe<Scalars['ID']['input']>;
   status?: InputMaybe<ServiceOrderStatus>;
+};
+
+/** A market-wide liquidity event (`aum_change`, `compliance_alert`, `data_stale`, `circuit_breaker`). `data` is the webhook payload of the event type. */
+export type LiquidityEvent = {
+  __typename?: 'LiquidityEvent';
+  eventId: Scalars['ID']['output'];
+  type: Scalars['String']['output'];
+  occurredAt: Scalars['DateTimeISO']['output'];
+  slug: Scalars['String']['output'];
+  protocolId: Scalars['ID']['output'];
+  asOf: Scalars['DateTimeISO']['output'];
+  data: Scalars['JSONObject']['output'];
 };
 
 /** A protocol liquidity score moved (event `score_change`). */
@@ -2240,18 +2252,6 @@ export type TierChange = {
   tier: Scalars['String']['output'];
   score: Scalars['Float']['output'];
   asOf: Scalars['DateTimeISO']['output'];
-};
-
-/** A market-wide liquidity event (`aum_change`, `compliance_alert`, `data_stale`, `circuit_breaker`). `data` is the webhook payload of the event type. */
-export type LiquidityEvent = {
-  __typename?: 'LiquidityEvent';
-  eventId: Scalars['ID']['output'];
-  type: Scalars['String']['output'];
-  occurredAt: Scalars['DateTimeISO']['output'];
-  slug: Scalars['String']['output'];
-  protocolId: Scalars['ID']['output'];
-  asOf: Scalars['DateTimeISO']['output'];
-  data: Scalars['JSONObject']['output'];
 };
 
 /** An alert on one of the caller's watchlists (event `watchlist_alert`). */

@@ -23,6 +23,7 @@ import {
   daysBetween,
   round2,
   scoreProtocol,
+  type DailyMetrics,
   type ScoreInputs,
   type Tier,
 } from './engine/score.js';
@@ -49,17 +50,11 @@ export interface IngestOptions {
   replace?: boolean;
 }
 
-interface MetricRow {
+/** One row of an ingestion file: a protocol's metrics for a day, and a status change if reported. */
+interface MetricRow extends DailyMetrics {
   at: Locator;
   slug: string;
   date: string;
-  aumUsd: number;
-  volumeUsd: number | null;
-  holders: number | null;
-  topHolderPct: number | null;
-  redemptionQueueUsd: number | null;
-  navDeviationBps: number | null;
-  lastAttestationDate: string | null;
   regulatoryStatus: RegulatoryStatus | null;
 }
 

@@ -26,68 +26,48 @@ import type { ServiceDeps } from '../kernel/deps.js';
  * status) apply from the next reported day: stored days keep the inputs they were scored with.
  */
 
-/** The profile fields a caller may set, in GraphQL spelling (files use the snake_case of each). */
-export const PROFILE_FIELDS = [
-  'slug',
-  'name',
-  'category',
-  'active',
-  'description',
-  'tokenSymbol',
-  'issuer',
-  'jurisdiction',
-  'regulatoryStatus',
-  'custodian',
-  'qualifiedCustodian',
-  'auditor',
-  'governanceModel',
-  'governanceMaturity',
-  'chains',
-  'tokenStandard',
-  'redemptionFrequency',
-  'noticePeriodDays',
-  'redemptionGates',
-  'minimumInvestmentUsd',
-  'yieldPct',
-  'yieldAttribution',
-  'launchDate',
-  'kycRequired',
-  'accreditedOnly',
-  'sanctionsScreening',
-  'transferRestrictions',
-  'regulatoryFilings',
-  'website',
-] as const;
+/**
+ * The profile fields a caller may set, in GraphQL spelling (files use the snake_case of each), each
+ * with whether a new protocol needs it (the rest have defaults or may be null).
+ */
+const PROFILE = {
+  slug: true,
+  name: true,
+  category: true,
+  active: false,
+  description: false,
+  tokenSymbol: true,
+  issuer: true,
+  jurisdiction: true,
+  regulatoryStatus: true,
+  custodian: true,
+  qualifiedCustodian: true,
+  auditor: false,
+  governanceModel: true,
+  governanceMaturity: true,
+  chains: true,
+  tokenStandard: true,
+  redemptionFrequency: true,
+  noticePeriodDays: true,
+  redemptionGates: true,
+  minimumInvestmentUsd: true,
+  yieldPct: true,
+  yieldAttribution: false,
+  launchDate: true,
+  kycRequired: true,
+  accreditedOnly: true,
+  sanctionsScreening: true,
+  transferRestrictions: false,
+  regulatoryFilings: false,
+  website: false,
+} as const;
 
-type ProfileField = (typeof PROFILE_FIELDS)[number];
+type ProfileField = keyof typeof PROFILE;
 type Settable = Exclude<ProfileField, 'minimumInvestmentUsd'> | 'minimumInvestment';
 type ProtocolDraft = Partial<Pick<Protocol, Settable>>;
 
-/** Fields without which a protocol cannot be created (the rest have defaults or may be null). */
-const REQUIRED_ON_CREATE: ReadonlyArray<ProfileField> = [
-  'slug',
-  'name',
-  'category',
-  'tokenSymbol',
-  'issuer',
-  'jurisdiction',
-  'regulatoryStatus',
-  'custodian',
-  'qualifiedCustodian',
-  'governanceModel',
-  'governanceMaturity',
-  'chains',
-  'tokenStandard',
-  'redemptionFrequency',
-  'noticePeriodDays',
-  'redemptionGates',
-  'minimumInvestmentUsd',
-  'yieldPct',
-  'launchDate',
-  'kycRequired',
-  'accreditedOnly',
-  'sanctionsScreening',
-];
+export const PROFILE_FIELDS = Object.keys(PROFILE) as ReadonlyArray<ProfileField>;
+const REQUIRED_ON_CREATE = PROFILE_FIELDS.filter((field) => PROFILE[field]);
 
 /**
  * Reads and validates the fields present in one record. `creating` requires the fields a new

@@ -150,6 +150,39 @@ export interface BunkerVolumeRow {
   deliveries: number;
 }
 
+/** A completed bunkering order as the fuel reports read it (its details hold the delivery). */
+export interface BunkerDelivery {
+  portCallId: string;
+  completedAt: Date;
+  fuelType: string;
+  unit: string;
+  quantity: number;
+}
+
+/** The account's bunkering orders completed in [from, to), one statement, read as plain rows. */
+export async function completedBunkering(
+  em: EntityManager,
+  principal: Principal,
+  from: Date,
+  to: Date,
+): Promise<BunkerDelivery[]> {
+  const orders = await findPlain(
+    em,
+    ServiceOrder,
+    {
+      ...tenant(principal),
+      serviceType: ServiceType.BUNKERING,
+      status: ServiceOrderStatus.COMPLETED,
+      completedAt: { $gte: from, $lt: to },
+    },
+    { fields: ['portCallId', 'details', 'completedAt'] },
+  );
+  return orders.map((order) => {
+    const { fuelType, unit, quantity } = order.details as Omit<BunkerDelivery, 'portCallId' | 'completedAt'>;
+    return { portCallId: order.portCallId, completedAt: order.completedAt!, fuelType, unit, quantity };
+  });
+}
+
 /**
  * Completed bunkering orders by completion month, port, fuel type and unit (MT and M3 are never
  * added together). A port filter must name a port of the register (else 404, as for forecasts).
@@ -163,17 +196,7 @@ export async function bunkerVolumes(
 ): Promise<BunkerVolumeRow[]> {
   await deadline.checkpoint('the bunker volumes report');
   const only = portLocode ? await portByLocode(em, portLocode) : null;
-  const orders = await findPlain(
-    em,
-    ServiceOrder,
-    {
-      ...tenant(principal),
-      serviceType: ServiceType.BUNKERING,
-      status: ServiceOrderStatus.COMPLETED,
-      completedAt: { $gte: window.from, $lt: window.to },
-    },
-    { fields: ['portCallId', 'details', 'completedAt'] },
-  );
+  const orders = await completedBunkering(em, principal, window.from, window.to);
   await deadline.checkpoint('the bunker volumes report');
   const calls = new Map(
     (
@@ -193,12 +216,8 @@ export async function bunkerVolumes(
   for (const order of orders) {
     const locode = ports.get(calls.get(order.portCallId)!)!;
     if (only && locode !== only.locode) continue;
-    const month = periodKey(order.completedAt!, Period.MONTH)!;
-    const { fuelType, unit, quantity } = order.details as {
-      fuelType: string;
-      unit: string;
-      quantity: number;
-    };
+    const month = periodKey(order.completedAt, Period.MONTH)!;
+    const { fuelType, unit, quantity } = order;
     const key = `${month}|${locode}|${fuelType}|${unit}`;
     const row = rows.get(key) ?? { month, portLocode: locode, fuelType, unit, quantity: 0, deliveries: 0 };
     row.quantity += quantity;

@@ -5,16 +5,8 @@ import { NO_DEADLINE, type Deadline } from '../kernel/deadline.js';
 import { badInput, conflict } from '../kernel/errors.js';
 import type { Principal } from '../kernel/principal.js';
 import { findOwned, tenant } from './common.js';
-import {
-  PortCall,
-  PortCallStatus,
-  ServiceOrder,
-  ServiceOrderStatus,
-  ServiceType,
-  Vessel,
-  VesselType,
-} from './entities.js';
-import { periodKey, Period } from './analytics.js';
+import { PortCall, PortCallStatus, Vessel, VesselType } from './entities.js';
+import { completedBunkering, periodKey, Period } from './analytics.js';
 import { portByLocode } from './reference-data.js';
 import { HOURS, mean, quantile, round, sortNumbers, stdev } from './stats.js';
 import type { ServiceDeps } from '../kernel/deps.js';
@@ -435,17 +427,7 @@ export async function bunkerDemandForecast(
   const locode = port.locode;
   const now = clock.now();
   const since = monthStart(now, -36);
-  const rows = await findPlain(
-    em,
-    ServiceOrder,
-    {
-      ...tenant(principal),
-      serviceType: ServiceType.BUNKERING,
-      status: ServiceOrderStatus.COMPLETED,
-      completedAt: { $gte: since, $lt: monthStart(now) },
-    },
-    { fields: ['portCallId', 'details', 'completedAt'] },
-  );
+  const rows = await completedBunkering(em, principal, since, monthStart(now));
   const atPort = new Set(
     (
       await findPlain(
@@ -460,15 +442,11 @@ export async function bunkerDemandForecast(
   const series = new Map<string, Map<string, number>>();
   for (const order of rows) {
     if (!atPort.has(order.portCallId)) continue;
-    const { fuelType, unit, quantity } = order.details as {
-      fuelType: string;
-      unit: string;
-      quantity: number;
-    };
+    const { fuelType, unit, quantity } = order;
     if (input.fuelType && fuelType !== input.fuelType) continue;
     const key = `${fuelType}|${unit}`;
     const months = series.get(key) ?? new Map<string, number>();
-    const month = periodKey(order.completedAt!, Period.MONTH)!;
+    const month = periodKey(order.completedAt, Period.MONTH)!;
     months.set(month, (months.get(month) ?? 0) + quantity);
     series.set(key, months);
   }

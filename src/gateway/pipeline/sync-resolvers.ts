@@ -94,6 +94,78 @@ function binderOf(param: ParamMetadata): Binder | undefined {
   }
 }
 
+/** The parameter kinds type-graphql 2.0.0-rc.4 records; any other means its metadata changed. */
+const KNOWN_PARAM_KINDS: ReadonlySet<string> = new Set([
+  'arg',
+  'args',
+  'context',
+  'info',
+  'root',
+  'pubSub',
+  'custom',
+]);
+
+/** How many resolvers the fast path took over, of how many type-graphql's metadata described. */
+export interface Rebinding {
+  root: number;
+  field: number;
+}
+
+/**
+ * The fast path reads type-graphql's private metadata, so building the schema checks that the
+ * metadata still describes it: every Query and Mutation field of the schema has a handler there,
+ * every handler's parameters are of kinds this file knows, and the root pass took over at least
+ * one resolver. After an upgrade that changed any of this the process fails at start with this
+ * message instead of silently answering through type-graphql's slower resolvers.
+ */
+export function assertRebinding(
+  schema: GraphQLSchema,
+  resolvers: readonly Function[], // eslint-disable-line @typescript-eslint/no-unsafe-function-type
+  rebinding: Rebinding,
+  storage: Pick<
+    ReturnType<typeof getMetadataStorage>,
+    'queries' | 'mutations' | 'fieldResolvers'
+  > = getMetadataStorage(),
+): void {
+  const included = new Set(resolvers);
+  const problems: string[] = [];
+  for (const [type, handlers] of [
+    [schema.getQueryType(), storage.queries],
+    [schema.getMutationType(), storage.mutations],
+  ] as const) {
+    if (!type) continue;
+    const named = new Set(
+      (Array.isArray(handlers) ? handlers : [])
+        .filter((h) => included.has(h.target))
+        .map((h) => h.schemaName),
+    );
+    const missing = Object.keys(type.getFields()).filter((name) => !named.has(name));
+    if (missing.length > 0)
+      problems.push(
+        `${missing.length} ${type.name} field(s) have no handler in it (${missing.slice(0, 3).join(', ')})`,
+      );
+  }
+  const handlers = [
+    ...(storage.queries ?? []),
+    ...(storage.mutations ?? []),
+    ...(storage.fieldResolvers ?? []),
+  ];
+  const unknown = new Set(
+    handlers
+      .filter((h) => included.has(h.target))
+      .flatMap((h) => (h.params ?? []).map((p) => String((p as { kind: unknown }).kind)))
+      .filter((kind) => !KNOWN_PARAM_KINDS.has(kind)),
+  );
+  if (unknown.size > 0) problems.push(`unknown parameter kinds ${[...unknown].join(', ')}`);
+  // A subgraph may have no field resolver the fast path can take, but never no root field at all.
+  if (rebinding.root === 0) problems.push('no Query or Mutation resolver was rebound');
+  if (problems.length > 0) {
+    throw new Error(
+      `type-graphql's resolver metadata no longer matches src/gateway/pipeline/sync-resolvers.ts: ${problems.join('; ')}. Update sync-resolvers.ts for this type-graphql version (rebound: ${rebinding.root} root, ${rebinding.field} field resolvers).`,
+    );
+  }
+}
+
 /**
  * Rewrites the Query and Mutation fields built from `resolvers` in place. Must be given the
  * schema that `buildSchema` made with `validate: false`, no global middlewares and

@@ -6,6 +6,7 @@ import { buildSchemaSync, type NonEmptyArray } from 'type-graphql';
 import type { DomainModule } from './module.js';
 import { accessDirectives } from './directives.js';
 import {
+  assertRebinding,
   bindFieldResolversSynchronously,
   bindRootResolversSynchronously,
   resolverContainer,
@@ -45,8 +46,11 @@ export function buildGatewaySchema(modules: readonly DomainModule[]): GraphQLSch
       emitSchemaFile: false,
       container: resolverContainer,
     });
-    bindRootResolversSynchronously(schema, resolvers);
-    bindFieldResolversSynchronously(schema, resolvers);
+    const rebinding = {
+      root: bindRootResolversSynchronously(schema, resolvers),
+      field: bindFieldResolversSynchronously(schema, resolvers),
+    };
+    assertRebinding(schema, resolvers, rebinding);
     built.set(modules, schema);
   }
   return schema;

@@ -51,14 +51,10 @@ export const REGULATORY_POINTS: Record<RegulatoryStatus, number> = {
   UNREGULATED: 20,
 };
 
-/** Everything a score depends on. Dates are `YYYY-MM-DD` (UTC days). Null = not reported. */
-export interface ScoreInputs {
-  /** The day the score is for. */
-  asOf: string;
-  /** The day of the newest metrics used (earlier than asOf when data is late). */
-  dataDate: string;
+/** The market metrics a protocol reports for one day. Dates are `YYYY-MM-DD` (UTC days). Null = not reported. */
+export interface DailyMetrics {
   aumUsd: number;
-  /** Secondary-market volume on dataDate, USD. */
+  /** Secondary-market volume on the data date, USD. */
   volumeUsd: number | null;
   holders: number | null;
   /** Share of supply held by the largest holder, percent 0–100. */
@@ -67,6 +63,14 @@ export interface ScoreInputs {
   /** Deviation of the token price from NAV, basis points (signed). */
   navDeviationBps: number | null;
   lastAttestationDate: string | null;
+}
+
+/** Everything a score depends on: a day's metrics and the protocol's terms. */
+export interface ScoreInputs extends DailyMetrics {
+  /** The day the score is for. */
+  asOf: string;
+  /** The day of the newest metrics used (earlier than asOf when data is late). */
+  dataDate: string;
   /** Days between redemption windows (1 daily, 7 weekly, 30 monthly, 90 quarterly). */
   redemptionFrequencyDays: number;
   noticePeriodDays: number;

@@ -23,7 +23,9 @@ import {
   UseMiddleware,
 } from 'type-graphql';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { getMetadataStorage } from 'type-graphql';
 import {
+  assertRebinding,
   bindFieldResolversSynchronously,
   bindRootResolversSynchronously,
   resolverContainer,
@@ -233,5 +235,45 @@ describe('bindFieldResolversSynchronously and simple resolvers', () => {
         ],
       },
     });
+  });
+});
+
+type Metadata = Parameters<typeof assertRebinding>[3];
+
+describe('assertRebinding: the fast path fails loudly when type-graphql changes', () => {
+  const resolvers = [EchoResolver, ShipResolver];
+  const storage = getMetadataStorage();
+  const counts = () => ({ root: rewritten, field: rewrittenFields });
+
+  it('passes while the metadata describes every root field and the passes took some over', () => {
+    expect(() => assertRebinding(schema, resolvers, counts())).not.toThrow();
+  });
+
+  it('fails naming the fields when the metadata no longer lists the root handlers', () => {
+    const renamed = { queries: [], mutations: [], fieldResolvers: storage.fieldResolvers };
+    expect(() => assertRebinding(schema, resolvers, counts(), renamed)).toThrow(
+      /no longer matches src\/gateway\/pipeline\/sync-resolvers\.ts: .*Query field\(s\) have no handler in it \(echo, maybe, isShared\).*Mutation field/,
+    );
+  });
+
+  it('fails on a parameter kind it does not know', () => {
+    // A test double of the metadata: the same handlers, one parameter kind renamed.
+    const changed = {
+      ...storage,
+      queries: storage.queries.map((q) =>
+        q.target === EchoResolver && q.methodName === 'echo'
+          ? { ...q, params: q.params!.map((p) => ({ ...p, kind: 'argument' as 'arg' })) }
+          : q,
+      ),
+    };
+    expect(() => assertRebinding(schema, resolvers, counts(), changed as unknown as Metadata)).toThrow(
+      /unknown parameter kinds argument/,
+    );
+  });
+
+  it('fails when the root pass took nothing over', () => {
+    expect(() => assertRebinding(schema, resolvers, { root: 0, field: rewrittenFields })).toThrow(
+      /no Query or Mutation resolver was rebound/,
+    );
   });
 });
