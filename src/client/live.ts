@@ -1,14 +1,21 @@
 import { TidegateError } from './errors.js';
 
+/**
+ * An event handler property, checked bivariantly (method syntax): implementations type their events
+ * more precisely (`ws` has its own Event, MessageEvent and CloseEvent classes), and the client reads
+ * only the fields named here.
+ */
+type Handler<E> = { handle(event: E): void }['handle'] | null;
+
 /** The part of the WebSocket API the client uses: the browser's, Node 22's, or the `ws` package's. */
 export interface WebSocketLike {
   readonly readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
-  onopen: ((event: unknown) => void) | null;
-  onmessage: ((event: { data: unknown }) => void) | null;
-  onclose: ((event: { code: number; reason: string }) => void) | null;
-  onerror: ((event: unknown) => void) | null;
+  onopen: Handler<unknown>;
+  onmessage: Handler<{ data: unknown }>;
+  onclose: Handler<{ code: number; reason: string }>;
+  onerror: Handler<unknown>;
 }
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 

@@ -1,0 +1,57 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..');
+
+/** The ```ts blocks of README.md's "## Clients" section, whatever it holds today. */
+function clientSnippets(): string[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n## Clients\n');
+  expect(start, 'README.md has a "## Clients" section').toBeGreaterThan(-1);
+  const next = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, next === -1 ? undefined : next);
+  return [...section.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+it("type-checks every TypeScript snippet of README's Clients section against the client's types", () => {
+  const snippets = clientSnippets();
+  expect(snippets.length).toBeGreaterThan(0);
+  // Inside the package, so `tidegate/client` resolves through package.json's exports as it does for users.
+  const dir = mkdtempSync(join(ROOT, 'test', '.readme-snippets-'));
+  try {
+    const files = snippets.map((code, i) => {
+      const file = join(dir, `snippet-${i + 1}.ts`);
+      writeFileSync(file, code);
+      return file;
+    });
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          lib: ['ES2023', 'DOM', 'DOM.Iterable'],
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          skipLibCheck: true,
+          noEmit: true,
+          types: ['node'],
+        },
+        files,
+      }),
+    );
+    let output = '';
+    try {
+      execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+        encoding: 'utf8',
+      });
+    } catch (e) {
+      output = `${(e as { stdout?: string }).stdout ?? ''}${(e as { stderr?: string }).stderr ?? ''}`;
+    }
+    expect(output).toBe('');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
