@@ -14,10 +14,12 @@ import { AuditRecord } from '../audit/entities.js';
 import { stageEvents } from '../events/stage.js';
 import { AppError } from '../kernel/errors.js';
 import { planLabel } from '../kernel/plans.js';
-import { ALL_SCOPES, SCOPES } from '../kernel/scopes.js';
+import { ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPES } from '../kernel/scopes.js';
 import { createClient, getClient, GRANT_TYPES, listClients, rotateClientSecret } from './clients.js';
 import type { AuthSession, OAuthClient } from './entities.js';
-import { errorPage, hidden, html, sendPage, type SafeHtml } from './html.js';
+import { ConsoleGateway } from './console-gateway.js';
+import { ConsoleReports } from './console-reports.js';
+import { consoleNav, errorPage, hidden, html, sendPage, type SafeHtml } from './html.js';
 import type { AuthRuntime } from './runtime.js';
 import {
   currentSession,
@@ -51,7 +53,15 @@ export function safeReturnTo(value: unknown): string {
 }
 
 export class ConsolePages {
-  constructor(private readonly runtime: AuthRuntime) {}
+  /** The pages that only read through the schema: Usage and Request log. */
+  readonly reports: ConsoleReports;
+
+  constructor(
+    private readonly runtime: AuthRuntime,
+    private readonly gateway: ConsoleGateway,
+  ) {
+    this.reports = new ConsoleReports(gateway, (request, reply) => this.guard(request, reply));
+  }
 
   private get security() {
     return { secure: this.runtime.services.config.publicUrl.startsWith('https:') };
@@ -175,7 +185,8 @@ export class ConsolePages {
       reply,
       status,
       'Console',
-      html`<section class="card">
+      html`${consoleNav('/console')}
+        <section class="card">
           <h1>${signedIn.user.account.name}</h1>
           <p>
             Signed in as <strong>${signedIn.user.email}</strong>. Plan:
@@ -239,8 +250,8 @@ export class ConsolePages {
             <label for="key-name">Name</label
             ><input type="text" id="key-name" name="name" required maxlength="200" />
             <fieldset>
-              <legend>Scopes</legend>
-              ${scopeBoxes('scopes', grantableScopes)}
+              <legend>Scopes (a new key gets every scope but admin unless you narrow it)</legend>
+              ${scopeBoxes('scopes', grantableScopes, DEFAULT_KEY_SCOPES)}
             </fieldset>
             <div class="actions"><button type="submit" id="create-key-button">Create key</button></div>
           </form>
@@ -427,11 +438,12 @@ function consoleScopes(user: User, scopes: string[]): string[] {
 const clientIdParam = (request: FastifyRequest): string => (request.params as { clientId: string }).clientId;
 const keyIdParam = (request: FastifyRequest): string => (request.params as { id: string }).id;
 
-function scopeBoxes(name: string, scopes: readonly string[]): SafeHtml[] {
+function scopeBoxes(name: string, scopes: readonly string[], checked: readonly string[] = []): SafeHtml[] {
   return scopes.map(
     (s) =>
       html`<label title="${SCOPES[s as keyof typeof SCOPES]}"
-        ><input type="checkbox" name="${name}" value="${s}" /> ${s}</label
+        ><input type="checkbox" name="${name}" value="${s}" ${checked.includes(s) ? html`checked` : ''} />
+        ${s}</label
       >`,
   );
 }
@@ -490,7 +502,12 @@ function keyTable(keys: ApiKey[], csrf: string, now: Date): SafeHtml {
         return html`<tr data-key-id="${k.id}">
           <td>${k.name}</td>
           <td><code>${k.prefix}…</code></td>
-          <td>${k.scopes.length} scopes</td>
+          <td>
+            <details class="scopes">
+              <summary>${k.scopes.length} scopes</summary>
+              ${k.scopes.map((s) => html`<code>${s}</code> `)}
+            </details>
+          </td>
           <td>${k.createdAt.toISOString()}</td>
           <td>${k.lastUsedAt?.toISOString() ?? 'never'}</td>
           <td>

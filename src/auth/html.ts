@@ -48,7 +48,8 @@ export const PAGE_HEADERS: Record<string, string> = {
   'cache-control': 'no-store',
 };
 
-export function layout(title: string, body: SafeHtml): SafeHtml {
+/** A page; `head` adds the page's own assets (from our origin: the CSP allows nothing else). */
+export function layout(title: string, body: SafeHtml, head: SafeHtml = html``): SafeHtml {
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -57,6 +58,7 @@ export function layout(title: string, body: SafeHtml): SafeHtml {
         <title>${title} · tidegate</title>
         <link rel="stylesheet" href="/console/assets/console.css" />
         <script src="/console/assets/console.js" defer></script>
+        ${head}
       </head>
       <body>
         <header class="top"><span class="brand">tidegate</span></header>
@@ -65,12 +67,18 @@ export function layout(title: string, body: SafeHtml): SafeHtml {
     </html>`;
 }
 
-export function sendPage(reply: FastifyReply, status: number, title: string, body: SafeHtml): FastifyReply {
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  body: SafeHtml,
+  head?: SafeHtml,
+): FastifyReply {
   return reply
     .code(status)
     .headers(PAGE_HEADERS)
     .type('text/html; charset=utf-8')
-    .send(layout(title, body).value);
+    .send(layout(title, body, head).value);
 }
 
 export function errorPage(reply: FastifyReply, status: number, title: string, message: string): FastifyReply {
@@ -87,3 +95,20 @@ export function errorPage(reply: FastifyReply, status: number, title: string, me
 
 export const hidden = (name: string, value: string | undefined): SafeHtml =>
   value === undefined ? html`` : html`<input type="hidden" name="${name}" value="${value}" />`;
+
+const CONSOLE_PAGES: ReadonlyArray<readonly [string, string]> = [
+  ['/console', 'Keys and apps'],
+  ['/console/usage', 'Usage'],
+  ['/console/requests', 'Request log'],
+];
+
+/** The console's page links; the current one is marked for assistive technology too. */
+export function consoleNav(current: string): SafeHtml {
+  return html`<nav class="console-nav" aria-label="Console">
+    ${CONSOLE_PAGES.map(([path, label]) =>
+      path === current
+        ? html`<a href="${path}" aria-current="page">${label}</a>`
+        : html`<a href="${path}">${label}</a>`,
+    )}
+  </nav>`;
+}

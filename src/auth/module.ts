@@ -6,6 +6,8 @@ import type { DomainModule, RunningModule } from '../gateway/schema/module.js';
 import { AppError } from '../kernel/errors.js';
 import { authorizeDecision, authorizeGet } from './authorize.js';
 import { ConsolePages, SHOWN_ONCE_PATH } from './console.js';
+import { ConsoleGateway } from './console-gateway.js';
+import type { Operations } from '../gateway/pipeline/operation.js';
 import { discoveryDocument, jwks } from './discovery.js';
 import { errorPage } from './html.js';
 import { introspectEndpoint } from './introspect-endpoint.js';
@@ -69,7 +71,11 @@ async function oauthApi(app: FastifyInstance, runtime: AuthRuntime): Promise<voi
 }
 
 /** Browser pages: the authorization step and the console. Errors are pages, never JSON or redirects. */
-async function browserPages(app: FastifyInstance, runtime: AuthRuntime): Promise<void> {
+async function browserPages(
+  app: FastifyInstance,
+  runtime: AuthRuntime,
+  operations: Operations,
+): Promise<void> {
   await app.register(cookie);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof OAuthError)
@@ -87,12 +93,16 @@ async function browserPages(app: FastifyInstance, runtime: AuthRuntime): Promise
   app.get('/oauth/authorize', (request, reply) => authorizeGet(runtime, request, reply));
   app.post('/oauth/authorize', (request, reply) => authorizeDecision(runtime, request, reply));
 
-  const pages = new ConsolePages(runtime);
+  const { audit, clock } = runtime.services;
+  const pages = new ConsolePages(runtime, new ConsoleGateway(operations, audit, clock));
   app.get('/console/login', (request, reply) => pages.loginForm(request, reply));
   app.post('/console/login', (request, reply) => pages.login(request, reply));
   app.post('/console/logout', (request, reply) => pages.logout(request, reply));
   app.get('/console', (request, reply) => pages.dashboard(request, reply));
   app.get(SHOWN_ONCE_PATH, (request, reply) => pages.shownOncePage(request, reply));
+  app.get('/console/usage', (request, reply) => pages.reports.usage(request, reply));
+  app.get('/console/requests', (request, reply) => pages.reports.requestLog(request, reply));
+  app.get('/console/request', (request, reply) => pages.reports.call(request, reply));
   app.post('/console/clients', (request, reply) => pages.registerClient(request, reply));
   app.post('/console/clients/:clientId/rotate-secret', (request, reply) =>
     pages.rotateClient(request, reply),
@@ -141,9 +151,9 @@ export const authModule: DomainModule = {
     const stopWatch = watchRevokedCredentials(services);
     return {
       runtime,
-      async http(app) {
+      async http(app, operations) {
         await app.register(async (scope) => oauthApi(scope, runtime));
-        await app.register(async (scope) => browserPages(scope, runtime));
+        await app.register(async (scope) => browserPages(scope, runtime, operations));
       },
       async stop() {
         stopWatch();

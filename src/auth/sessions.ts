@@ -2,6 +2,8 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { User } from '../accounts/entities.js';
 import type { Clock } from '../kernel/clock.js';
+import type { Principal } from '../kernel/principal.js';
+import { DEFAULT_KEY_SCOPES } from '../kernel/scopes.js';
 import { constantTimeEqual, newSecret, sha256Hex } from '../kernel/crypto.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
@@ -29,6 +31,21 @@ function cookieOptions(security: CookieSecurity, maxAgeSeconds?: number) {
 export interface SignedIn {
   session: AuthSession;
   user: User;
+}
+
+/**
+ * The signed-in user as a caller of the gateway: the console runs its operations with this
+ * principal, so the schema's scope and plan rules, admission and audit apply to it as to a key.
+ * A user holds every scope a new key gets, and `admin` with the admin role.
+ */
+export function sessionPrincipal({ session, user }: SignedIn): Principal {
+  return {
+    accountId: user.account.id,
+    plan: user.account.plan,
+    scopes: new Set(user.roles.includes('admin') ? [...DEFAULT_KEY_SCOPES, 'admin'] : DEFAULT_KEY_SCOPES),
+    credential: { kind: 'session', id: session.id, expiresAt: session.expiresAt },
+    userId: user.id,
+  };
 }
 
 export async function startSession(

@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { constants, gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
-import { MANIFEST, PLAYGROUND_DIR, readManifest, type Manifest } from './assets.js';
+import { MANIFEST, PLAYGROUND_DIR, readManifest, type Manifest } from '../kernel/browser-bundle.js';
 
 /**
  * Bundles the playground (GraphiQL, React, our page script and their CSS) from node_modules into
@@ -16,7 +16,11 @@ export async function buildPlayground(outDir = PLAYGROUND_DIR): Promise<Manifest
   const staging = `${outDir}.tmp-${randomBytes(6).toString('hex')}`;
   try {
     const result = await build({
-      entryPoints: { playground: fileURLToPath(new URL('./browser/main.ts', import.meta.url)) },
+      entryPoints: {
+        playground: fileURLToPath(new URL('./browser/main.ts', import.meta.url)),
+        // The console's usage charts (uPlot): served from the same immutable bundle.
+        'console-charts': fileURLToPath(new URL('./browser/console-charts.ts', import.meta.url)),
+      },
       bundle: true,
       format: 'iife',
       minify: true,
@@ -30,17 +34,21 @@ export async function buildPlayground(outDir = PLAYGROUND_DIR): Promise<Manifest
       logLevel: 'warning',
     });
     const files = Object.keys(result.metafile.outputs).map((path) => basename(path));
-    const script = files.find((f) => f.endsWith('.js'));
-    const style = files.find((f) => f.endsWith('.css'));
-    if (!script || !style)
-      throw new Error(`playground build produced no script or style (${files.join(', ')})`);
+    const output = (entry: string, extension: string): string => {
+      const found = files.find((f) => f.startsWith(`${entry}-`) && f.endsWith(extension));
+      if (!found) throw new Error(`the bundle has no ${entry} ${extension} (${files.join(', ')})`);
+      return found;
+    };
+    const script = output('playground', '.js');
+    const style = output('playground', '.css');
+    const charts = { script: output('console-charts', '.js'), style: output('console-charts', '.css') };
     // Compressed once here, so serving a 1.3 MB script to a browser costs no CPU per request.
     const gzipped = files.filter((f) => /\.(js|css|svg|ttf)$/.test(f));
     for (const name of gzipped) {
       const path = join(staging, name);
       writeFileSync(`${path}.gz`, gzipSync(readFileSync(path), { level: constants.Z_BEST_COMPRESSION }));
     }
-    const manifest: Manifest = { script, style, files, gzipped };
+    const manifest: Manifest = { script, style, charts, files, gzipped };
     writeFileSync(join(staging, MANIFEST), JSON.stringify(manifest, null, 2));
     // A concurrent build (two test files) may have finished first: its output is the same bytes.
     if (JSON.stringify(readManifest(outDir)) === JSON.stringify(manifest)) return manifest;

@@ -8,7 +8,7 @@ import { currentSession, sessionCsrfValid } from '../auth/sessions.js';
 import type { AppServices } from '../gateway/schema/context.js';
 import { routeOf } from '../gateway/doors/fastify-types.js';
 import { AppError } from '../kernel/errors.js';
-import { PACKAGE_ROOT, PLAYGROUND_DIR, readManifest, type Manifest } from './assets.js';
+import { PACKAGE_ROOT, PLAYGROUND_DIR, readManifest, type Manifest } from '../kernel/browser-bundle.js';
 import { createSandboxKey } from './sandbox.js';
 
 /** Where a signed-out visitor signs in and comes back to the playground. */

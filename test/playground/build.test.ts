@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readManifest } from '../../src/playground/assets.js';
+import { readManifest } from '../../src/kernel/browser-bundle.js';
 import { buildPlayground, ensurePlaygroundBuilt } from '../../src/playground/build.js';
 
 describe('the playground build', () => {

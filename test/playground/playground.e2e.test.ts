@@ -7,7 +7,7 @@ import { ensurePlaygroundBuilt } from '../../src/playground/build.js';
 import { registerPlayground } from '../../src/playground/http.js';
 import { escapeHtml } from '../../src/auth/html.js';
 import { PACKAGE_ROOT } from '../../src/kernel/package-root.js';
-import type { Manifest } from '../../src/playground/assets.js';
+import type { Manifest } from '../../src/kernel/browser-bundle.js';
 import { gql, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 /** What Chromium sends when the address bar navigates to a URL. */

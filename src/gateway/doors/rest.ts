@@ -157,14 +157,23 @@ function runRoute(
   });
 }
 
-/**
- * The REST form of a GraphQL error: the same code and message; its other extensions become the
- * details, and a variable that did not coerce is named as the HTTP caller sent it (`field`).
- * Codes outside the table (none that our own operations can produce) are a fault of ours.
- */
+/** The REST form of a GraphQL error: a variable that did not coerce is named as the HTTP caller sent it. */
 function restError(error: GraphQLFormattedError, route: RestRoute): AppError {
-  const { code, variable, path, ...details } = (error.extensions ?? {}) as Record<string, unknown>;
-  if (typeof variable === 'string') details.field = httpFieldOf(route, variable, path);
+  const { variable, path } = (error.extensions ?? {}) as Record<string, unknown>;
+  const field = typeof variable === 'string' ? httpFieldOf(route, variable, path) : undefined;
+  return answeredError(error, field);
+}
+
+/**
+ * A GraphQL error of an answer as the AppError that raised it: the same code and message, its
+ * other extensions as the details (`field` replacing the variable a value did not coerce for,
+ * when given). Codes outside the table (none our own operations can produce) are a fault of ours.
+ */
+export function answeredError(error: GraphQLFormattedError, field?: string): AppError {
+  // The path inside a variable is folded into `field` by the caller; it is no detail of its own.
+  const { code, variable, path: _path, ...details } = (error.extensions ?? {}) as Record<string, unknown>;
+  if (field !== undefined) details.field = field;
+  else if (typeof variable === 'string') details.field = variable;
   // An outage met by a resolver still tells REST clients when to retry.
   const retry: Record<string, string> =
     typeof details.retryAfterSeconds === 'number' ? { 'Retry-After': String(details.retryAfterSeconds) } : {};
