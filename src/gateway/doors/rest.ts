@@ -11,7 +11,14 @@ import {
   type GraphQLFormattedError,
   type OperationDefinitionNode,
 } from 'graphql';
-import { AppError, ERROR_CODES, badInput, notFound, type ErrorCode } from '../../kernel/errors.js';
+import {
+  AppError,
+  ERROR_CODES,
+  badInput,
+  notFound,
+  withHeaders,
+  type ErrorCode,
+} from '../../kernel/errors.js';
 import { andThen, type MaybePromise } from '../../kernel/maybe-async.js';
 import type { Principal } from '../../kernel/principal.js';
 import { jsonOf } from '../pipeline/answers.js';
@@ -131,7 +138,18 @@ function runRoute(
   request: FastifyRequest,
   reply: FastifyReply,
 ): MaybePromise<void> {
-  const variables = bindVariables(p.route, request);
+  let variables: Record<string, unknown>;
+  try {
+    variables = bindVariables(p.route, request);
+  } catch (e) {
+    // A parameter refused before anything ran spends nothing, but the answer still carries the
+    // caller's budget, like every other response (the liquidity document's X-RateLimit-* rule).
+    const principal = request.principal;
+    if (!(e instanceof AppError) || !principal) throw e;
+    return operations.budgetHeaders(p.prepared, principal).then((headers) => {
+      throw withHeaders(e, headers);
+    });
+  }
   const meta: OperationMeta = { headers: {} };
   request.gatewayMeta = meta;
   const answer = operations.run(p.prepared, {

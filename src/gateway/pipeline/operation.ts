@@ -429,6 +429,11 @@ export class Operations {
     return { principal, headers };
   }
 
+  /** The caller's rate-limit headers for an operation, spending nothing: for a call refused before it ran. */
+  budgetHeaders(prepared: PreparedOperation, principal: Principal): Promise<Record<string, string>> {
+    return this.services.admission.peek(principal, prepared.requirements);
+  }
+
   /** Formats an execution result as the answer a door sends (also for a subscription's source stream). */
   answerTo(result: ExecutionResult, meta: OperationMeta): Answer {
     if (!result.errors || result.errors.length === 0) {

@@ -79,6 +79,20 @@ describe('rate-limit headers on refusals, and admins', () => {
     expect((await rest(server.url, '/v1/market', { key })).headers.get('x-ratelimit-remaining')).toBe('59');
   });
 
+  it('a REST 400 for a parameter carries X-RateLimit-* and spends nothing', async () => {
+    const key = server.key('PROFESSIONAL');
+    for (const path of ['/v1/protocols?limit=abc', '/v1/backtest?lookback=5']) {
+      const res = await rest(server.url, path, { key });
+      expect(res.status, path).toBe(400);
+      expect(res.headers.get('x-ratelimit-limit'), path).toBe('200');
+      expect(res.headers.get('x-ratelimit-remaining'), path).toBe('200');
+      expect(res.headers.get('x-ratelimit-reset'), path).toBe(
+        String(Date.parse('2026-07-01T12:01:00Z') / 1000),
+      );
+    }
+    expect((await rest(server.url, '/v1/market', { key })).headers.get('x-ratelimit-remaining')).toBe('199');
+  });
+
   it("charges an admin's liquidity calls to the admin's credential, not the account's plan", async () => {
     const observer = server.demo.accounts.find((a) => a.plan === 'OBSERVER')!;
     const { secret } = await createKey(server, { accountId: observer.accountId, scopes: 'admin' });
