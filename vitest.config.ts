@@ -14,6 +14,9 @@ export default defineConfig({
     setupFiles: ['test/setup.ts'],
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
+    // Most of a test file's time is spent waiting on sockets, databases and timers, not on the CPU:
+    // two files at a time keep both cores of a 2-core machine busy (vitest's default is cores - 1).
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
