@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { CliCommand, CliContext } from '../db/cli-command.js';
-import { ReadModelVersions } from '../db/versions.js';
 import { badInput } from '../kernel/errors.js';
 import type { IngestFormat } from './ingest.js';
 import type { WriterDeps } from './protocols.js';
@@ -10,8 +9,9 @@ import { noLiveEvents } from '../kernel/events.js';
 // The command table loads nothing heavy: each `run` imports what it needs (src/cli.ts).
 
 /** A command's writes are announced to the gateway of this process, if one runs here (CliContext). */
-function cliWriter(ctx: CliContext): WriterDeps {
-  return { em: ctx.db.em(), clock: ctx.clock, versions: ctx.versions ?? new ReadModelVersions(ctx.db) };
+async function cliWriter(ctx: CliContext): Promise<WriterDeps> {
+  const versions = ctx.versions ?? new (await import('../db/versions.js')).ReadModelVersions(ctx.db);
+  return { em: ctx.db.em(), clock: ctx.clock, versions };
 }
 
 /** CSV or JSON, from --format or the file's extension. */
@@ -44,7 +44,7 @@ export const liquidityCommands: CliCommand[] = [
       const text = await readFile(file, 'utf8');
       const { ingestMetrics } = await import('./ingest.js');
       ctx.progress?.(`ingesting and scoring ${text.split('\n').length - 1} lines (one transaction)`);
-      const result = await ingestMetrics({ ...cliWriter(ctx), events: noLiveEvents }, text, format, {
+      const result = await ingestMetrics({ ...(await cliWriter(ctx)), events: noLiveEvents }, text, format, {
         replace: options.replace === true,
       });
       const summary = {
@@ -79,7 +79,7 @@ export const liquidityCommands: CliCommand[] = [
       const format = formatOf(file, options.format);
       ctx.progress?.(`importing protocol profiles from ${file}`);
       const { importProtocols } = await import('./protocols.js');
-      const result = await importProtocols(cliWriter(ctx), await readFile(file, 'utf8'), format);
+      const result = await importProtocols(await cliWriter(ctx), await readFile(file, 'utf8'), format);
       return {
         json: { file, ...result },
         text: `Imported ${file}: ${result.created} protocols created, ${result.updated} updated`,
