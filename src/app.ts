@@ -12,13 +12,9 @@ import { type Admission, type AppServices } from './gateway/schema/context.js';
 import { apiCors, registerCors } from './gateway/doors/cors.js';
 import { AccountCredentials } from './accounts/credentials.js';
 import { drainConnections } from './gateway/doors/drain.js';
-import {
-  frameworkRefusal,
-  registerEdge,
-  registerErrorHandlers,
-  registerJsonBodyParser,
-  requestIdOf,
-} from './gateway/doors/edge.js';
+import { registerEdge, requestIdOf } from './gateway/doors/edge/hooks.js';
+import { frameworkRefusal, registerErrorHandlers } from './gateway/doors/edge/errors.js';
+import { registerJsonBodyParser } from './gateway/doors/edge/json-body.js';
 import { registerGraphQL } from './gateway/doors/graphql-http.js';
 import { registerGraphQLWs, type WsServer } from './gateway/doors/graphql-ws.js';
 import { Operations } from './gateway/pipeline/operation.js';

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import { loggableUrl } from '../gateway/doors/edge.js';
+import { loggableUrl } from '../gateway/doors/edge/hooks.js';
 import type { AppServices } from '../gateway/schema/context.js';
 import type { Operations } from '../gateway/pipeline/operation.js';
 import type { DescribedRoute } from '../gateway/doors/openapi.js';

@@ -21,7 +21,7 @@ import { checkAccess, type Requirements } from '../pipeline/access.js';
 import type { AppServices, AuditLog, GatewayContext } from '../schema/context.js';
 import type { CredentialResolver } from './credentials.js';
 import { toGraphQLError } from '../pipeline/errors.js';
-import { requestIdOf } from './edge.js';
+import { requestIdOf } from './edge/hooks.js';
 import type { Admitted, Answer, Operations } from '../pipeline/operation.js';
 
 /** graphql-ws close codes we use beyond the protocol's own. */

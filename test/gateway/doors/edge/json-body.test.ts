@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nestingExceeds } from '../../../src/gateway/doors/edge.js';
+import { nestingExceeds } from '../../../../src/gateway/doors/edge/json-body.js';
 
 describe('JSON body nesting', () => {
   it('counts brackets outside strings only', () => {
