@@ -25,6 +25,7 @@ export const scenarios: BenchScenario[] = [
     path: '/v1/protocols?limit=100',
     headers: inst,
     ...READ,
+    coldTarget: { share: { sqlite: 0.3, postgresql: 0.2 } },
   },
   { name: 'REST /v1/market', method: 'GET', path: '/v1/market', headers: inst, ...READ },
   {

@@ -77,6 +77,7 @@ export const scenarios: BenchScenario[] = [
     ceiling: true,
     targetShare: 0.4,
     targetP99: 20,
+    coldTarget: { share: { sqlite: 0.3, postgresql: 0.2 }, p99: 40 },
   },
   {
     name: 'REST /v1/dashboard/port-calls?limit=50 (same data)',
@@ -103,5 +104,6 @@ export const scenarios: BenchScenario[] = [
     headers: inst,
     ceiling: true,
     targetShare: 0.5,
+    coldTarget: { share: { sqlite: 0.3, postgresql: 0.2 } },
   },
 ];

@@ -1,37 +1,54 @@
 /**
  * `npm run bench`: starts the real server in a child process (the server's one thread and the load
  * generator share the machine's cores), then measures each scenario with autocannon on loopback —
- * requests/s, p50 and p99 — and prints ratios against each scenario's baseline. Bounded: fixed
+ * requests/s, p50 and p99 — and prints ratios against each scenario's ceiling. Bounded: fixed
  * duration per scenario.
  *
  * The time of each scenario is split into BENCH_ROUNDS rounds, and every round measures every
- * scenario in turn, so a scenario and its baseline are always measured seconds apart. A shared or
+ * scenario in turn, so a scenario and its ceiling are always measured seconds apart. A shared or
  * virtual machine drifts by tens of percent over a minute; a ratio taken within one round does not
  * see that drift. Reported: the median over rounds of req/s, p50 and p99, and of each round's
- * ratio to the baseline, with the lowest and highest ratio seen.
+ * ratio to the ceiling, with the lowest and highest ratio seen.
  *
  * Ceilings: every heavy read is paired with a bare node:http server in another process answering
- * the same request with the same bytes, captured from the gateway at start and re-serialized per
- * request (ceiling.ts); its row reports the share of that ceiling. A plain Apollo Server 5 with
+ * the same request with the bytes captured from the gateway at start (ceiling.ts), two ways: from a
+ * ready Buffer (the wire ceiling, against which the gateway as shipped is judged) and re-serialized
+ * per request (the json ceiling, against which the same read is judged cold: on a second gateway on
+ * the same database with kept answers off, `ANSWER_CACHE_MB=0`). A plain Apollo Server 5 with
  * default settings (apollo-anchor.ts) serves the trivial query on the same schema, as the anchor of
- * the GraphQL pipeline.
+ * the GraphQL pipeline. The mixed scenario (mixed.ts) writes its fixture, then replays one shared
+ * sequence of requests; its ceiling replays the same sequence of answers' bytes.
  *
  * BENCH_DURATION (s per scenario, default 20), BENCH_ROUNDS (default 10), BENCH_CONNECTIONS (default
  * 20), BENCH_ONLY (substrings separated by `|`: only the scenarios whose name contains one of them;
- * the extra benchmarks then run only when BENCH_ONLY names `extra`).
+ * the extra benchmarks then run only when BENCH_ONLY names `extra`), BENCH_DATABASE_URL (a
+ * postgres:// URL: the servers run on PostgreSQL, on a fresh database named after the URL's with a
+ * random suffix, created on that server and dropped at the end; SQLite otherwise).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import type { CapturedAnswer } from './ceiling.js';
-import type { BenchKeys as Keys, BenchRequest, BenchScenario } from './scenario.js';
+import type {
+  BenchKeys as Keys,
+  BenchRequest,
+  BenchScenario,
+  BenchSequence,
+  Dialect,
+  PerDialect,
+} from './scenario.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 10));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
+const POSTGRES = process.env.BENCH_DATABASE_URL;
+const DIALECT: Dialect = POSTGRES ? 'postgresql' : 'sqlite';
 
 const TRIVIAL = JSON.stringify({ query: '{ vessel(imo: "9074729") { imo name flag } }' });
 const gqlHeaders = (k: Keys) => ({ 'content-type': 'application/json', 'x-api-key': k.INSTITUTIONAL });
@@ -39,7 +56,13 @@ const gqlHeaders = (k: Keys) => ({ 'content-type': 'application/json', 'x-api-ke
 const foundation: BenchScenario[] = [
   // The floors: what the HTTP stack and the edge hooks cost before any work, each against its ceiling.
   // The GET sends no key (as in every earlier run); the POST sends the GraphQL scenarios' headers and body.
-  { name: 'bare Fastify route in the gateway process', method: 'GET', path: '/bench/bare', ceiling: true },
+  {
+    name: 'bare Fastify route in the gateway process',
+    method: 'GET',
+    path: '/bench/bare',
+    ceiling: true,
+    cold: false,
+  },
   {
     name: 'bare Fastify POST route in the gateway process (a GraphQL body, parsed)',
     method: 'POST',
@@ -47,6 +70,7 @@ const foundation: BenchScenario[] = [
     headers: gqlHeaders,
     body: TRIVIAL,
     ceiling: true,
+    cold: false,
   },
   {
     name: 'GraphQL trivial query',
@@ -77,7 +101,7 @@ const foundation: BenchScenario[] = [
 
 async function loadScenarios(): Promise<BenchScenario[]> {
   const all = [...foundation];
-  for (const file of ['port-ops', 'liquidity']) {
+  for (const file of ['port-ops', 'liquidity', 'mixed']) {
     try {
       const mod = (await import(`./${file}.js`)) as { scenarios?: BenchScenario[] };
       all.push(...(mod.scenarios ?? []));
@@ -113,15 +137,77 @@ function startFlags(): string[] {
 }
 const SERVER_FLAGS = startFlags();
 
-async function startServer(dir: string): Promise<{ child: ChildProcess; url: string; keys: Keys }> {
+/** A port nobody listens on now (the OS picks it). */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** The bench's database: a SQLite file in the run's directory, or a fresh PostgreSQL database. */
+interface BenchDatabase {
+  url: string;
+  drop: () => Promise<void>;
+}
+
+async function openBenchDatabase(dir: string): Promise<BenchDatabase> {
+  if (!POSTGRES) return { url: join(dir, 'bench.sqlite'), drop: () => Promise.resolve() };
+  const given = new URL(POSTGRES);
+  const name = `${given.pathname.slice(1) || 'tidegate_bench'}_${randomBytes(4).toString('hex')}`;
+  if (!/^[a-z_][a-z0-9_]*$/.test(name))
+    throw new Error(`BENCH_DATABASE_URL: '${name}' is not a plain lower-case database name`);
+  const admin = new URL(POSTGRES);
+  admin.pathname = '/postgres';
+  const onAdmin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await onAdmin(`create database ${name}`);
+  const url = new URL(POSTGRES);
+  url.pathname = `/${name}`;
+  console.error(`  PostgreSQL database ${name} created`);
+  return {
+    url: url.toString(),
+    drop: async () => {
+      await onAdmin(`drop database if exists ${name} with (force)`);
+      console.error(`  PostgreSQL database ${name} dropped`);
+    },
+  };
+}
+
+interface Server {
+  child: ChildProcess;
+  url: string;
+  keys: Keys;
+}
+
+/**
+ * Starts a gateway on `databaseUrl`. The first one seeds the demo and prints its keys; a second one
+ * (`keys` given) finds the database seeded and uses the same keys.
+ */
+async function startServer(
+  dir: string,
+  databaseUrl: string,
+  options: { keys?: Keys; env?: Record<string, string> } = {},
+): Promise<Server> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run npm run build first`);
-  const port = 4600 + Math.floor(Math.random() * 300);
+  const port = await freePort();
   const child = spawn(process.execPath, [...SERVER_FLAGS, SERVER_ENTRY], {
     env: {
       ...process.env,
       PORT: String(port),
       HOST: '127.0.0.1',
-      DATABASE_URL: join(dir, 'bench.sqlite'),
+      DATABASE_URL: databaseUrl,
       DOCUMENTS_DIR: join(dir, 'documents'),
       LOG_LEVEL: 'warn',
       BENCH_ROUTES: 'true',
@@ -132,6 +218,7 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
       LIMIT_ANALYST_PER_MONTH: 'unlimited',
       LIMIT_PROFESSIONAL_PER_MONTH: 'unlimited',
       PORT_OPS_PER_MINUTE: '100000000',
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -142,14 +229,16 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (Date.now() > deadline) throw new Error(`server did not become ready:\n${out}`);
+    if (Date.now() > deadline || child.exitCode !== null)
+      throw new Error(`server did not become ready:\n${out}`);
     try {
-      if ((await fetch(`${url}/readyz`)).ok && /Institutional/.test(out)) break;
+      if ((await fetch(`${url}/readyz`)).ok && (options.keys || /Institutional/.test(out))) break;
     } catch {
       /* not listening yet */
     }
     await new Promise((r) => setTimeout(r, 250));
   }
+  if (options.keys) return { child, url, keys: options.keys };
   const keys = Object.fromEntries(
     ['Observer', 'Analyst', 'Professional', 'Institutional'].map((plan) => {
       const m = new RegExp(`${plan}\\s+account \\S+\\s+API key (\\S+)`).exec(out);
@@ -162,7 +251,7 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
 
 /** A helper process of the bench (ceiling, Apollo anchor) that prints `ready` when it listens. */
 async function startHelper(script: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const port = 4900 + Math.floor(Math.random() * 300);
+  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', script, String(port), ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -189,7 +278,7 @@ async function capture(url: string, keys: Keys, scenarios: BenchScenario[]): Pro
     if (!res.ok || body.includes('"errors"'))
       throw new Error(`${s.name}: ${res.status} ${body.slice(0, 300)}`);
     answers.push({
-      path: `/c/${i}`,
+      path: `/s/${i}`,
       contentType: res.headers.get('content-type') ?? 'application/json',
       body,
     });
@@ -198,11 +287,21 @@ async function capture(url: string, keys: Keys, scenarios: BenchScenario[]): Pro
   return answers;
 }
 
-interface Target {
+/** What one row of the table measures: a scenario's request shape sent to one process. */
+interface Probe {
+  name: string;
+  scenario: BenchScenario;
+  kind: 'warm' | 'cold' | 'wire ceiling' | 'json ceiling';
   url: string;
-  /** The request this scenario sends: its own, or its ceiling's path with the same method, headers and body. */
+  /** The request this probe sends: its own, or its ceiling's path with the same method, headers and body. */
   path: string;
   requests?: BenchRequest[];
+  /** A shared sequence: each request of any connection is the next of it. */
+  next?: () => BenchRequest;
+  /** The probe this one is judged against, in the same round. */
+  ceiling?: string;
+  /** The gateway whose kept-answer counters this probe reads (a sequence on the warm gateway). */
+  counters?: string;
 }
 
 interface Sample {
@@ -215,12 +314,17 @@ interface Sample {
 }
 
 interface Row extends Sample {
+  kind: Probe['kind'];
+  ceiling?: string;
   /** Median over rounds of this round's req/s ÷ its ceiling's req/s in the same round. */
   share?: number;
   shareMin?: number;
   shareMax?: number;
   /** The same for `compareWith`. */
   compared?: number;
+  /** Kept answers while this probe ran: hits ÷ queries whose results may be kept (and joined ÷ them). */
+  hitRate?: number;
+  joinedRate?: number;
   rounds: Sample[];
 }
 
@@ -230,18 +334,29 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function measure(keys: Keys, s: BenchScenario, t: Target, seconds: number): Promise<Sample> {
+async function measure(keys: Keys, p: Probe, seconds: number): Promise<Sample> {
+  const s = p.scenario;
+  const next = p.next;
   const result = await autocannon({
-    url: t.url + t.path,
+    url: p.url + p.path,
     method: s.method,
     headers: s.headers?.(keys),
     body: s.body,
-    requests: t.requests,
+    requests: next
+      ? [
+          {
+            setupRequest: (req) => {
+              const r = next();
+              return { ...req, method: r.method, path: r.path, headers: r.headers ?? {}, body: r.body ?? '' };
+            },
+          },
+        ]
+      : p.requests,
     connections: CONNECTIONS,
     duration: seconds,
   });
   return {
-    name: s.name,
+    name: p.name,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -250,122 +365,233 @@ async function measure(keys: Keys, s: BenchScenario, t: Target, seconds: number)
   };
 }
 
-const ceilingName = (name: string) => `${name} — ceiling`;
-
-/** Every scenario, then the ceilings and the helper processes they need, in measuring order. */
-interface Plan {
-  /** Each scenario follows its ceiling, so the two are measured seconds apart in every round. */
-  order: BenchScenario[];
-  targets: Map<string, Target>;
+/** The kept-answer counters of a gateway (`tidegate_answer_cache_total` by outcome, all sources). */
+async function answerCounters(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const totals: Record<string, number> = {};
+  for (const m of text.matchAll(/^tidegate_answer_cache_total\{[^}]*outcome="(\w+)"[^}]*\} (\S+)$/gm))
+    totals[m[1]!] = (totals[m[1]!] ?? 0) + Number(m[2]);
+  return totals;
 }
 
+/** Resident set size of a process in MiB (Linux /proc; undefined elsewhere). */
+function rssMiB(pid: number | undefined): number | undefined {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const ceilingName = (name: string, kind: 'wire' | 'json') => `${name} — ${kind} ceiling`;
+const coldName = (name: string) => `${name} — cold`;
+const measuredCold = (s: BenchScenario) => s.ceiling === true && s.cold !== false && !s.sequence;
+
+/** Every probe in measuring order (each ceiling just before what it judges). */
 async function plan(
   all: BenchScenario[],
   chosen: BenchScenario[],
-  gateway: string,
-  keys: Keys,
+  warm: Server,
+  databaseUrl: string,
   dir: string,
   helpers: ChildProcess[],
-): Promise<Plan> {
+  startCold: () => Promise<Server>,
+): Promise<Probe[]> {
   const byName = new Map(all.map((s) => [s.name, s]));
   const ceilingOwner = (s: BenchScenario) =>
     s.ceiling ? s : s.ceilingOf ? byName.get(s.ceilingOf) : undefined;
   const owners = [...new Set(chosen.flatMap((s) => ceilingOwner(s) ?? []))];
-  const targets = new Map<string, Target>();
-  const order: BenchScenario[] = [];
+  const answers: CapturedAnswer[] = owners.length > 0 ? await capture(warm.url, warm.keys, owners) : [];
+  const sequences = new Map<string, BenchSequence>();
+  for (const [k, s] of chosen.entries()) {
+    if (!s.sequence) continue;
+    const sequence = await s.sequence({ url: warm.url, keys: warm.keys, databaseUrl });
+    // Each sequence's answers under a prefix of its own.
+    const prefixed = sequence.answers.map((a) => ({ ...a, path: `/q${k}${a.path}` }));
+    sequences.set(s.name, { ...sequence, answers: prefixed });
+    answers.push(...prefixed);
+  }
   let ceilingUrl = '';
-  if (owners.length > 0) {
-    writeFileSync(join(dir, 'ceiling.json'), JSON.stringify(await capture(gateway, keys, owners)));
+  if (answers.length > 0) {
+    writeFileSync(join(dir, 'ceiling.json'), JSON.stringify(answers));
     const ceiling = await startHelper('test/bench/ceiling.ts', [join(dir, 'ceiling.json')]);
     helpers.push(ceiling.child);
     ceilingUrl = ceiling.url;
   }
   let apolloUrl = '';
   if (chosen.some((s) => s.target === 'apollo')) {
-    const apollo = await startHelper('test/bench/apollo-anchor.ts', [join(dir, 'bench.sqlite')]);
+    const apollo = await startHelper('test/bench/apollo-anchor.ts', [databaseUrl]);
     helpers.push(apollo.child);
     apolloUrl = apollo.url;
   }
+  // Started after every fixture is written: the cold gateway reads the same database.
+  const cold = chosen.some(measuredCold) ? await startCold() : undefined;
+  const probes: Probe[] = [];
   const placed = new Set<string>();
   for (const s of chosen) {
+    const sequence = sequences.get(s.name);
+    if (sequence) {
+      const wire = ceilingName(s.name, 'wire');
+      const pathOf = (i: number) => `/wire${sequence.answers[i]!.path}`;
+      probes.push({
+        name: wire,
+        scenario: s,
+        kind: 'wire ceiling',
+        url: ceilingUrl,
+        path: '/',
+        next: sequence.ceiling(pathOf),
+      });
+      probes.push({
+        name: s.name,
+        scenario: s,
+        kind: 'warm',
+        url: warm.url,
+        path: '/',
+        next: sequence.gateway,
+        ceiling: wire,
+        counters: warm.url,
+      });
+      continue;
+    }
     const owner = ceilingOwner(s);
     if (owner && !placed.has(owner.name)) {
-      const c: BenchScenario = {
-        ...owner,
-        name: ceilingName(owner.name),
-        ceiling: false,
-        compareWith: undefined,
-      };
-      order.push(c);
-      targets.set(c.name, { url: ceilingUrl, path: `/c/${owners.indexOf(owner)}` });
+      const i = owners.indexOf(owner);
+      const c: BenchScenario = { ...owner, compareWith: undefined };
+      probes.push({
+        name: ceilingName(owner.name, 'wire'),
+        scenario: c,
+        kind: 'wire ceiling',
+        url: ceilingUrl,
+        path: `/wire/s/${i}`,
+      });
+      if (cold && measuredCold(owner))
+        probes.push({
+          name: ceilingName(owner.name, 'json'),
+          scenario: c,
+          kind: 'json ceiling',
+          url: ceilingUrl,
+          path: `/json/s/${i}`,
+        });
       placed.add(owner.name);
     }
-    order.push(s);
-    const url = s.target === 'apollo' ? apolloUrl : gateway;
-    targets.set(s.name, { url, path: s.path, requests: await s.mix?.({ url, keys }) });
+    const url = s.target === 'apollo' ? apolloUrl : warm.url;
+    probes.push({
+      name: s.name,
+      scenario: s,
+      kind: 'warm',
+      url,
+      path: s.path,
+      requests: await s.mix?.({ url, keys: warm.keys }),
+      ceiling: owner ? ceilingName(owner.name, 'wire') : undefined,
+    });
+    if (cold && measuredCold(s))
+      probes.push({
+        name: coldName(s.name),
+        scenario: s,
+        kind: 'cold',
+        url: cold.url,
+        path: s.path,
+        ceiling: ceilingName(s.name, 'json'),
+      });
   }
-  return { order, targets };
+  return probes;
 }
 
-function shareText(r: Row, s: BenchScenario): string {
+const forDialect = (v: PerDialect | undefined) => (typeof v === 'object' ? v[DIALECT] : v);
+
+function shareText(r: Row, p: Probe): string {
   if (r.share === undefined) return '—';
+  const s = p.scenario;
+  const [share, p99] =
+    p.kind === 'cold'
+      ? [forDialect(s.coldTarget?.share), forDialect(s.coldTarget?.p99)]
+      : [forDialect(s.targetShare), forDialect(s.targetP99)];
   const met =
-    s.targetShare === undefined
+    share === undefined
       ? ''
-      : r.share >= s.targetShare && (s.targetP99 === undefined || r.p99 <= s.targetP99)
+      : r.share >= share && (p99 === undefined || r.p99 <= p99)
         ? ' ✓'
-        : ` ✗ (target ≥ ${s.targetShare}${s.targetP99 !== undefined ? `, p99 ≤ ${s.targetP99} ms` : ''})`;
-  return `**${r.share.toFixed(2)}** (${r.shareMin!.toFixed(2)}–${r.shareMax!.toFixed(2)})${met}`;
+        : ` ✗ (target ≥ ${share}${p99 !== undefined ? `, p99 ≤ ${p99} ms` : ''})`;
+  const of = p.ceiling?.endsWith('json ceiling') ? 'json' : 'wire';
+  return `**${r.share.toFixed(2)}** of ${of} (${r.shareMin!.toFixed(2)}–${r.shareMax!.toFixed(2)})${met}`;
 }
 
 async function main(): Promise<void> {
   const all = await loadScenarios();
   const chosen = selected(all);
   const dir = mkdtempSync(join(tmpdir(), 'tidegate-bench-'));
+  const database = await openBenchDatabase(dir);
   const helpers: ChildProcess[] = [];
-  const { child, url, keys } = await startServer(dir);
+  const servers: ChildProcess[] = [];
   const extras: Record<string, unknown> = {};
   const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
   let rows: Row[] = [];
+  let probes: Probe[] = [];
+  const rss: Record<string, number | undefined> = {};
   try {
-    const { order, targets } = await plan(all, chosen, url, keys, dir, helpers);
-    const ceilingOf = (s: BenchScenario) =>
-      s.ceiling ? ceilingName(s.name) : s.ceilingOf ? ceilingName(s.ceilingOf) : undefined;
-    const samples = new Map<string, Sample[]>(order.map((s) => [s.name, []]));
-    const shares = new Map<string, number[]>(order.map((s) => [s.name, []]));
-    const compared = new Map<string, number[]>(order.map((s) => [s.name, []]));
-    for (const s of order) await measure(keys, s, targets.get(s.name)!, 2); // warm-up: JIT, caches, pools
+    const warm = await startServer(dir, database.url);
+    servers.push(warm.child);
+    const { keys, url } = warm;
+    let coldServer: Server | undefined;
+    probes = await plan(all, chosen, warm, database.url, dir, helpers, async () => {
+      coldServer = await startServer(dir, database.url, {
+        keys,
+        env: { ANSWER_CACHE_MB: '0', DEMO_SEED: 'false' },
+      });
+      servers.push(coldServer.child);
+      return coldServer;
+    });
+    const samples = new Map<string, Sample[]>(probes.map((p) => [p.name, []]));
+    const shares = new Map<string, number[]>(probes.map((p) => [p.name, []]));
+    const compared = new Map<string, number[]>(probes.map((p) => [p.name, []]));
+    const counted = new Map<string, Record<string, number>>();
+    for (const p of probes) await measure(keys, p, 2); // warm-up: JIT, caches, pools
     for (let round = 1; round <= ROUNDS; round++) {
       const thisRound = new Map<string, Sample>();
-      for (const s of order) {
-        const sample = await measure(keys, s, targets.get(s.name)!, seconds);
-        thisRound.set(s.name, sample);
-        samples.get(s.name)!.push(sample);
-        const base = thisRound.get(ceilingOf(s) ?? '');
-        if (base) shares.get(s.name)!.push(sample.rps / base.rps);
+      for (const p of probes) {
+        const before = p.counters ? await answerCounters(p.counters) : undefined;
+        const sample = await measure(keys, p, seconds);
+        if (p.counters && before) {
+          const after = await answerCounters(p.counters);
+          const sum = counted.get(p.name) ?? {};
+          for (const [k, v] of Object.entries(after)) sum[k] = (sum[k] ?? 0) + v - (before[k] ?? 0);
+          counted.set(p.name, sum);
+        }
+        thisRound.set(p.name, sample);
+        samples.get(p.name)!.push(sample);
+        const base = p.ceiling ? thisRound.get(p.ceiling) : undefined;
+        if (base) shares.get(p.name)!.push(sample.rps / base.rps);
         console.error(
-          `  round ${round}/${ROUNDS} ${s.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50} ms, p99 ${sample.p99} ms${base ? `, ${(sample.rps / base.rps).toFixed(2)} of ceiling` : ''}${sample.non2xx ? `, ${sample.non2xx} non-2xx` : ''}`,
+          `  round ${round}/${ROUNDS} ${p.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50} ms, p99 ${sample.p99} ms${base ? `, ${(sample.rps / base.rps).toFixed(2)} of ${p.ceiling!.endsWith('json ceiling') ? 'json' : 'wire'}` : ''}${sample.non2xx ? `, ${sample.non2xx} non-2xx` : ''}`,
         );
       }
       // Compared after the round: the other scenario may be measured later in it.
-      for (const s of order) {
-        const other = s.compareWith && thisRound.get(s.compareWith);
-        if (other) compared.get(s.name)!.push(thisRound.get(s.name)!.rps / other.rps);
+      for (const p of probes) {
+        const other = p.kind === 'warm' && p.scenario.compareWith && thisRound.get(p.scenario.compareWith);
+        if (other) compared.get(p.name)!.push(thisRound.get(p.name)!.rps / other.rps);
       }
     }
-    rows = order.map((s) => {
-      const rounds = samples.get(s.name)!;
-      const r = shares.get(s.name)!;
-      const c = compared.get(s.name)!;
+    rss.warm = rssMiB(warm.child.pid);
+    if (coldServer) rss.cold = rssMiB(coldServer.child.pid);
+    rows = probes.map((p) => {
+      const rounds = samples.get(p.name)!;
+      const r = shares.get(p.name)!;
+      const c = compared.get(p.name)!;
+      const n = counted.get(p.name);
+      const total = n ? (n.hit ?? 0) + (n.joined ?? 0) + (n.miss ?? 0) : 0;
       return {
-        name: s.name,
+        name: p.name,
+        kind: p.kind,
+        ceiling: p.ceiling,
         rps: median(rounds.map((x) => x.rps)),
         p50: median(rounds.map((x) => x.p50)),
         p99: median(rounds.map((x) => x.p99)),
-        errors: rounds.reduce((n, x) => n + x.errors, 0),
-        non2xx: rounds.reduce((n, x) => n + x.non2xx, 0),
+        errors: rounds.reduce((k, x) => k + x.errors, 0),
+        non2xx: rounds.reduce((k, x) => k + x.non2xx, 0),
         ...(r.length > 0 ? { share: median(r), shareMin: Math.min(...r), shareMax: Math.max(...r) } : {}),
         ...(c.length > 0 ? { compared: median(c) } : {}),
+        ...(n && total > 0 ? { hitRate: (n.hit ?? 0) / total, joinedRate: (n.joined ?? 0) / total } : {}),
         rounds,
       };
     });
@@ -383,14 +609,18 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    child.kill('SIGTERM');
+    for (const s of servers) s.kill('SIGTERM');
     for (const h of helpers) h.kill('SIGTERM');
+    await Promise.all(
+      servers.map((s) => (s.exitCode === null ? new Promise((r) => s.once('exit', r)) : Promise.resolve())),
+    );
+    await database.drop();
   }
 
-  const byName = new Map(all.map((s) => [s.name, s]));
+  const byName = new Map(probes.map((p) => [p.name, p]));
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   console.log(
-    `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; server: node ${[...SERVER_FLAGS, SERVER_ENTRY].join(' ')}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
+    `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; database: ${DIALECT}; server: node ${[...SERVER_FLAGS, SERVER_ENTRY].join(' ')}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
   );
   console.log(
     '| scenario | req/s | p50 ms | p99 ms | share of its ceiling (median of rounds; lowest–highest) |',
@@ -398,23 +628,42 @@ async function main(): Promise<void> {
   console.log('|---|---:|---:|---:|---:|');
   for (const r of rows) {
     const flag = r.errors || r.non2xx ? ` (errors ${r.errors}, non-2xx ${r.non2xx})` : '';
-    const s = byName.get(r.name);
-    console.log(
-      `| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${s ? shareText(r, s) : 'ceiling'} |`,
-    );
+    const p = byName.get(r.name)!;
+    const share = p.kind.endsWith('ceiling') ? p.kind : shareText(r, p);
+    const kept =
+      r.hitRate !== undefined
+        ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
+        : '';
+    console.log(`| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${share}${kept} |`);
   }
   const anchors = rows.filter((r) => r.compared !== undefined);
   if (anchors.length > 0) {
     console.log('');
     for (const r of anchors)
       console.log(
-        `${r.name} ÷ ${byName.get(r.name)!.compareWith}: ${r.compared!.toFixed(2)} (median of rounds)`,
+        `${r.name} ÷ ${byName.get(r.name)!.scenario.compareWith}: ${r.compared!.toFixed(2)} (median of rounds)`,
       );
   }
+  console.log(
+    `\nRSS of the gateways at the end: warm ${rss.warm ?? '?'} MiB${rss.cold !== undefined ? `, cold (ANSWER_CACHE_MB=0) ${rss.cold} MiB` : ''}`,
+  );
   mkdirSync('data/bench', { recursive: true });
   writeFileSync(
     'data/bench/results.json',
-    JSON.stringify({ at: new Date().toISOString(), cpu, rounds: ROUNDS, seconds, rows, extras }, null, 2),
+    JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        cpu,
+        dialect: DIALECT,
+        rounds: ROUNDS,
+        seconds,
+        rssMiB: rss,
+        rows,
+        extras,
+      },
+      null,
+      2,
+    ),
   );
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,4 +1,28 @@
 /** One HTTP load scenario for `npm run bench` (autocannon, loopback, fixed connections and duration). */
+import type { CapturedAnswer } from './ceiling.js';
+
+export type Dialect = 'sqlite' | 'postgresql';
+/** A target that holds on both dialects, or one per dialect. */
+export type PerDialect = number | Record<Dialect, number>;
+
+/**
+ * A sequence of requests shared by every connection (each takes the next one), and the same
+ * sequence for the ceiling, which answers each request with the bytes of one captured answer.
+ */
+export interface BenchSequence {
+  /** Answers the ceiling serves; the ceiling's sequence names them by path. */
+  answers: CapturedAnswer[];
+  gateway: () => BenchRequest;
+  ceiling: (pathOf: (answer: number) => string) => () => BenchRequest;
+}
+
+export interface SequenceContext {
+  url: string;
+  keys: BenchKeys;
+  /** The gateway's database (a SQLite file or a postgres:// URL), for fixtures written before the load. */
+  databaseUrl: string;
+}
+
 export type BenchKeys = Record<'OBSERVER' | 'ANALYST' | 'PROFESSIONAL' | 'INSTITUTIONAL', string>;
 
 export interface BenchRequest {
@@ -27,10 +51,19 @@ export interface BenchScenario {
   ceilingOf?: string;
   /** A second per-round ratio to report: this scenario's req/s ÷ that scenario's. */
   compareWith?: string;
-  /** Target share of the ceiling, reported as met or missed. */
-  targetShare?: number;
+  /** Target share of the ceiling (the wire one for a warm read), reported as met or missed. */
+  targetShare?: PerDialect;
   /** Target p99 in ms, reported as met or missed. */
-  targetP99?: number;
+  targetP99?: PerDialect;
+  /**
+   * A `ceiling` read is also measured cold (a second gateway on the same database with
+   * `ANSWER_CACHE_MB=0`) against the json ceiling, unless this is false (the floors: no work to keep).
+   */
+  cold?: boolean;
+  /** Targets of the cold row. */
+  coldTarget?: { share: PerDialect; p99?: PerDialect };
+  /** A shared sequence of requests (with its own ceiling replaying it), built once at start. */
+  sequence?: (ctx: SequenceContext) => Promise<BenchSequence>;
   /** Requests cycled by each connection instead of the one above (a mix), built once at start. */
   mix?: (ctx: { url: string; keys: BenchKeys }) => Promise<BenchRequest[]>;
 }
