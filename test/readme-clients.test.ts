@@ -18,7 +18,9 @@ function clientSnippets(): string[] {
 it("type-checks every TypeScript snippet of README's Clients section against the client's types", () => {
   const snippets = clientSnippets();
   expect(snippets.length).toBeGreaterThan(0);
-  // Inside the package, so `tidegate/client` resolves through package.json's exports as it does for users.
+  // Inside the repository, so `ws` and the Node types resolve from its node_modules. The package's
+  // entry points map to the sources here; test/client/package.e2e.test.ts checks the same imports
+  // against the packed, installed package.
   const dir = mkdtempSync(join(ROOT, 'test', '.readme-snippets-'));
   try {
     const files = snippets.map((code, i) => {
@@ -38,6 +40,11 @@ it("type-checks every TypeScript snippet of README's Clients section against the
           skipLibCheck: true,
           noEmit: true,
           types: ['node'],
+          paths: {
+            '@tidegate/client': [join(ROOT, 'src/client/index.ts')],
+            '@tidegate/client/node': [join(ROOT, 'src/client/node.ts')],
+            '@tidegate/client/generated': [join(ROOT, 'src/generated/graphql.ts')],
+          },
         },
         files,
       }),

@@ -4,7 +4,7 @@ import { parseTokenSet, type TokenSet, type TokenStore } from './storage.js';
 
 /**
  * Tokens in a JSON file only its owner can read (mode 0600), for scripts and command-line apps
- * (`tidegate/client/node`: it needs `node:fs`, so browsers never load it). Written to a temporary
+ * (`@tidegate/client/node`: it needs `node:fs`, so browsers never load it). Written to a temporary
  * file of the same mode and renamed over the old one, so a crash never leaves half a file.
  */
 export class FileTokenStore implements TokenStore {
