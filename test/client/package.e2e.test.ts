@@ -17,6 +17,9 @@ const ALLOWED_IMPORTS = new Set([
   'node:path',
 ]);
 
+/** This process's environment without npm's npm_* variables (set when the tests run under `npm test`). */
+const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+
 /** Every file under dir, relative to it. */
 function filesUnder(dir: string, base = dir): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -49,6 +52,7 @@ describe('the @tidegate/client package', () => {
     app = mkdtempSync(join(tmpdir(), 'tidegate-client-app-'));
     const packed = await run(process.execPath, [join(ROOT, 'src/bin/pack-client.mjs'), '--out', out], {
       cwd: ROOT,
+      env,
     });
     tarball = packed.stdout.trim().split('\n').at(-1)!;
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
@@ -68,7 +72,7 @@ describe('the @tidegate/client package', () => {
       join(app, 'package-lock.json'),
       JSON.stringify({ name: 'app', lockfileVersion: 3, requires: true, packages }),
     );
-    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball], { cwd: app });
+    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball], { cwd: app, env });
     server = await startTestServer();
   }, 180_000);
 
