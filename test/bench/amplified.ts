@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'graphql';
+import { getOperationAST, parse } from 'graphql';
 import { loadConfig } from '../../src/config.js';
 import { estimateCost } from '../../src/gateway/pipeline/demand.js';
 import { gatewaySchema } from '../../src/modules.js';
@@ -101,16 +101,20 @@ try {
     'bunkerDemandForecast(portLocode: "SGSIN") { months { p50 } }',
     'vendorSpend { rows { total } }',
   ];
+  const costOf = (query: string) => {
+    const document = parse(query);
+    return estimateCost(schema, document, getOperationAST(document)!, {});
+  };
   const fields: string[] = [];
   for (const field of pool.flatMap((f) => Array.from({ length: 10 }, () => f))) {
     const next = [...fields, field];
     const query = `{ ${next.map((f, i) => `a${i}: ${f}`).join(' ')} }`;
-    if (estimateCost(schema, parse(query), null, {}) <= maxCost) fields.push(field);
+    if (costOf(query) <= maxCost) fields.push(field);
   }
   const amplified = `{ ${fields.map((f, i) => `a${i}: ${f}`).join(' ')} }`;
   const refused = `{ ${Array.from({ length: 1000 }, (_, i) => `p${i}: ${pool[0]}`).join(' ')} }`;
   console.log(
-    `amplified operation: ${fields.length} computing fields, estimated cost ${estimateCost(schema, parse(amplified), null, {})} (limit ${maxCost}); refused operation: cost ${estimateCost(schema, parse(refused), null, {})}`,
+    `amplified operation: ${fields.length} computing fields, estimated cost ${costOf(amplified)} (limit ${maxCost}); refused operation: cost ${costOf(refused)}`,
   );
 
   const idle = await probeHealth(gateway.url, Date.now() + SECONDS * 1000);

@@ -12,6 +12,7 @@ import { ManualClock } from '../../src/kernel/clock.js';
 
 interface Operation {
   query: string;
+  operationName?: string;
   variables?: Record<string, unknown>;
 }
 
@@ -56,6 +57,7 @@ const postViaApollo = (url: string, op: Operation, key?: string) => post(url, op
 
 async function get(url: string, op: Operation, key?: string): Promise<Reply> {
   const params = new URLSearchParams({ query: op.query });
+  if (op.operationName !== undefined) params.set('operationName', op.operationName);
   if (op.variables) params.set('variables', JSON.stringify(op.variables));
   const res = await fetch(`${url}/graphql?${params}`, {
     // Apollo's CSRF prevention wants a non-simple header on GET.
@@ -209,6 +211,26 @@ describeEachDialect('the answer never depends on the door or the sighting', (dia
       reply,
       400,
     );
+  });
+
+  it('an operation that cannot be chosen: one code and message by every door (400 over HTTP)', async () => {
+    const query = 'query A { viewer { plan } } query B { viewer { plan } }';
+    const cases: Array<[Operation, string]> = [
+      [{ query, operationName: 'Z' }, 'Unknown operation named "Z".'],
+      [{ query }, 'Must provide operation name if query contains multiple operations.'],
+      // An empty name is a name, and not the absent one: it must not share the answer of `{ query }`.
+      [{ query: 'query A { viewer { plan } }', operationName: '' }, 'Unknown operation named "".'],
+    ];
+    for (const [op, message] of cases) {
+      const reply = await everyDoor(op, analyst);
+      expect(reply.status).toBe(400);
+      expect(reply.body.errors).toEqual([{ message, extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } }]);
+    }
+    // The same document with a name it holds, after the refusals above: the refusals were not kept for it.
+    const chosen = await everyDoor({ query, operationName: 'B' }, analyst);
+    expect(chosen.status).toBe(200);
+    const single = await everyDoor({ query: 'query A { viewer { plan } }' }, analyst);
+    expect(single.status).toBe(200);
   });
 
   it('a mutation over GET is refused by the protocol (405)', async () => {

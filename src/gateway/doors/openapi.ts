@@ -1,5 +1,6 @@
 import {
   Kind,
+  getOperationAST,
   getNamedType,
   isEnumType,
   isInputObjectType,
@@ -201,15 +202,17 @@ export function openApiPath(path: string): string {
 function routeOperation(inputs: OpenApiInputs, tag: string, route: RestRoute): Json {
   const document = inputs.operations.get(route.operation);
   if (!document) throw new Error(`REST route ${route.method} ${route.path}: no operation ${route.operation}`);
-  const operation = document.definitions.find(
-    (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
-  )!;
+  const operation = getOperationAST(document, route.operation);
+  if (!operation)
+    throw new Error(
+      `REST route ${route.method} ${route.path}: no operation ${route.operation} in its document`,
+    );
   const fragments = new Map(
     document.definitions
       .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
       .map((f) => [f.name.value, f]),
   );
-  const requirements = inputs.policy.requirements(document, route.operation);
+  const requirements = inputs.policy.requirements(document, operation);
   const variableType = (name: string) => {
     const definition = operation.variableDefinitions?.find((v) => v.variable.name.value === name);
     return definition

@@ -76,7 +76,7 @@ function readRule(directives: readonly DirectiveNode[] | undefined): Rule | unde
 export class AccessPolicy {
   private readonly fieldRules = new Map<string, Rule>();
   private readonly typeRules = new Map<string, Rule>();
-  private readonly cache = new WeakMap<DocumentNode, Map<string, Requirements>>();
+  private readonly cache = new WeakMap<OperationDefinitionNode, Requirements>();
 
   constructor(readonly schema: GraphQLSchema) {
     for (const type of Object.values(schema.getTypeMap())) {
@@ -121,18 +121,15 @@ export class AccessPolicy {
   }
 
   /**
-   * Computes what an operation needs. Walks every selection of the chosen operation,
+   * Computes what an operation needs. Walks every selection of the operation the pipeline chose,
    * following fragment spreads and inline fragments; for a field on an interface it also
    * applies the rules of that field on every implementing type, since any of them may run.
    * `@include`/`@skip` are ignored on purpose: the check is on what the document could do.
    */
-  requirements(document: DocumentNode, operationName?: string | null): Requirements {
-    const key = operationName ?? '';
-    let perDoc = this.cache.get(document);
-    const cached = perDoc?.get(key);
+  requirements(document: DocumentNode, operation: OperationDefinitionNode): Requirements {
+    const cached = this.cache.get(operation);
     if (cached) return cached;
 
-    const operation = pickOperation(document, operationName);
     const fragments = new Map<string, FragmentDefinitionNode>();
     for (const def of document.definitions) {
       if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
@@ -227,11 +224,7 @@ export class AccessPolicy {
     };
     walk(root, operation.selectionSet, true, new Set());
 
-    if (!perDoc) {
-      perDoc = new Map();
-      this.cache.set(document, perDoc);
-    }
-    perDoc.set(key, result);
+    this.cache.set(operation, result);
     return result;
   }
 }
@@ -239,27 +232,6 @@ export class AccessPolicy {
 function fieldOf(parent: GraphQLCompositeType, name: string): GraphQLField<unknown, unknown> | undefined {
   if (isObjectType(parent) || isInterfaceType(parent)) return parent.getFields()[name];
   return undefined;
-}
-
-export function pickOperation(
-  document: DocumentNode,
-  operationName?: string | null,
-): OperationDefinitionNode {
-  const operations = document.definitions.filter(
-    (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
-  );
-  if (operationName) {
-    const op = operations.find((o) => o.name?.value === operationName);
-    if (!op) throw new AppError('BAD_USER_INPUT', `Unknown operation named '${operationName}'`);
-    return op;
-  }
-  if (operations.length === 1) return operations[0] as OperationDefinitionNode;
-  throw new AppError(
-    'BAD_USER_INPUT',
-    operations.length === 0
-      ? 'The document contains no operation'
-      : 'Must provide operationName when the document contains several operations',
-  );
 }
 
 /**

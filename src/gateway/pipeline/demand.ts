@@ -196,25 +196,14 @@ export function measureOperation(
   return root ? measure(root, operation.selectionSet, 1, new Set()) : { cost: 0, depth: 0 };
 }
 
-/**
- * The estimated cost of the operation a request runs (the named one, or the only one), with its
- * variables known; 0 when the document has no such operation.
- */
+/** The estimated cost of the operation a request runs (as the pipeline chose it), with its variables known. */
 export function estimateCost(
   schema: GraphQLSchema,
   document: DocumentNode,
-  operationName: string | null | undefined,
+  operation: OperationDefinitionNode,
   variables: Variables | null | undefined,
 ): number {
-  const operations = document.definitions.filter(
-    (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
-  );
-  const operation = operationName
-    ? operations.find((o) => o.name?.value === operationName)
-    : operations.length === 1
-      ? operations[0]
-      : undefined;
-  return operation ? measureOperation(schema, document, operation, variables ?? {}).cost : 0;
+  return measureOperation(schema, document, operation, variables ?? {}).cost;
 }
 
 export function demandControl(limits: DemandLimits): ValidationRule {

@@ -2,6 +2,7 @@ import {
   GraphQLError,
   Kind,
   coerceInputValue,
+  getOperationAST,
   isInputType,
   isNonNullType,
   print,
@@ -39,8 +40,9 @@ import { operationSpan } from '../observability/telemetry.js';
  * The life of one GraphQL operation, whatever door it came in by (GraphQL over HTTP, graphql-ws,
  * a REST shim, a streaming route):
  *
- *   prepare(source, operationName)   parse → validate (demand control included) → pick the
- *                                     operation → access requirements → compile; cached in one
+ *   prepare(source, operationName)   parse → validate (demand control included) → choose the
+ *                                     operation (once: every later step is handed the chosen
+ *                                     definition) → access requirements → compile; cached in one
  *                                     bounded LRU, invalid documents in a separate negative cache
  *   run(prepared, request)           access check → admission (plan, rate, quota) → context →
  *                                     execute (or the result kept for this version of the data,
@@ -58,7 +60,10 @@ export interface PreparedOperation {
   readonly document: DocumentNode;
   readonly operationName: string | undefined;
   readonly operationType: OperationType;
-  /** The chosen operation's definition (its variable definitions word coercion errors). */
+  /**
+   * The operation chosen from the document, once, in prepare (graphql's getOperationAST): access
+   * requirements, cost, trusted documents, kept answers and coercion errors all read this one.
+   */
   readonly definition: OperationDefinitionNode;
   readonly requirements: Requirements;
   /** The operation as audit logs and metrics name it, e.g. `query Dashboard`. */
@@ -172,7 +177,8 @@ export class Operations {
   }
 
   prepare(source: string, operationName?: string | null): Prepared {
-    const key = operationName ? `${operationName}\u0000${source}` : source;
+    // An empty operationName is a name (graphql-js and Apollo look for it): keyed apart from none.
+    const key = operationName == null ? source : `${operationName}\u0000${source}`;
     const hit = this.prepared.get(key) ?? this.rejected.get(source);
     if (hit) return hit;
     let document: DocumentNode;
@@ -184,7 +190,7 @@ export class Operations {
     }
     const invalid = validate(this.schema, document, this.rules);
     if (invalid.length > 0) return this.reject(source, invalid.map(validationFailure));
-    const entry = this.prepareDocument(document, operationName ?? undefined);
+    const entry = this.prepareDocument(document, operationName);
     this.prepared.set(key, entry);
     return entry;
   }
@@ -198,10 +204,10 @@ export class Operations {
     return entry;
   }
 
-  private prepareDocument(document: DocumentNode, operationName: string | undefined): Prepared {
-    const operation = pickOperation(document, operationName);
+  private prepareDocument(document: DocumentNode, operationName: string | null | undefined): Prepared {
+    const operation = chooseOperation(document, operationName);
     if (operation instanceof GraphQLError) return rejection([operation]);
-    const requirements = this.policy.requirements(document, operation.name?.value);
+    const requirements = this.policy.requirements(document, operation);
     const compiled = compileQuery(this.schema, document, operation.name?.value);
     // graphql-jit refuses only what validation lets through and it cannot compile: a server fault.
     if (!isCompiledQuery(compiled))
@@ -245,7 +251,7 @@ export class Operations {
     meta.operation = prepared.label;
     // TRUSTED_DOCUMENTS: memoized per prepared document, so checking every request costs a lookup.
     const trusted = this.services.persisted.trusted;
-    if (trusted && !trusted.allowsDocument(prepared.document, prepared.operationName))
+    if (trusted && !trusted.allowsDocument(prepared.document, prepared.definition))
       return this.refuse(untrustedDocument(), meta);
     const principal = request.principal;
     const denied = checkAccess(prepared.requirements, principal);
@@ -323,12 +329,12 @@ export class Operations {
   private requestedCost({ prepared, variables }: Admitted): number {
     const key = variablesKey(variables);
     if (key === undefined)
-      return estimateCost(this.schema, prepared.document, prepared.operationName, variables);
+      return estimateCost(this.schema, prepared.document, prepared.definition, variables);
     let known = this.costs.get(prepared);
     if (!known) this.costs.set(prepared, (known = new Map()));
     let cost = known.get(key);
     if (cost === undefined) {
-      cost = estimateCost(this.schema, prepared.document, prepared.operationName, variables);
+      cost = estimateCost(this.schema, prepared.document, prepared.definition, variables);
       if (known.size >= COSTS_PER_OPERATION) known.clear();
       known.set(key, cost);
     }
@@ -621,30 +627,22 @@ function shown(value: unknown): string {
   return json.length > 100 ? `${json.slice(0, 97)}...` : json;
 }
 
-/** graphql-js's own operation choice and wording (as `execute` would report it). */
-function pickOperation(
+/**
+ * The one choice of the operation a request runs, with graphql's public getOperationAST (the
+ * function graphql-js's execute and Apollo Server use). When there is none, graphql-js's own
+ * wording and Apollo's code: OPERATION_RESOLUTION_FAILURE, a client error (400) on every door.
+ */
+export function chooseOperation(
   document: DocumentNode,
-  operationName: string | undefined,
+  operationName: string | null | undefined,
 ): OperationDefinitionNode | GraphQLError {
-  let found: OperationDefinitionNode | undefined;
-  for (const definition of document.definitions) {
-    if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
-    if (operationName === undefined) {
-      if (found)
-        return resolutionFailure('Must provide operation name if query contains multiple operations.');
-      found = definition;
-    } else if (definition.name?.value === operationName) {
-      found = definition;
-    }
-  }
-  if (found) return found;
-  return resolutionFailure(
-    operationName === undefined
-      ? 'Must provide an operation.'
-      : `Unknown operation named "${operationName}".`,
-  );
-}
-
-function resolutionFailure(message: string): GraphQLError {
+  const operation = getOperationAST(document, operationName);
+  if (operation) return operation;
+  const message =
+    operationName != null
+      ? `Unknown operation named "${operationName}".`
+      : document.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION)
+        ? 'Must provide operation name if query contains multiple operations.'
+        : 'Must provide an operation.';
   return new GraphQLError(message, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } });
 }

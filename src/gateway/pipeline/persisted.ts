@@ -10,6 +10,7 @@ import {
 import type { FastifyBaseLogger } from 'fastify';
 import {
   Kind,
+  getOperationAST,
   parse,
   print,
   type DocumentNode,
@@ -99,14 +100,13 @@ export class TrustedDocuments {
   private readonly hashes: ReadonlySet<string>;
   /** Sources and documents already judged: clients repeat the same few. */
   private readonly judgedSources = new Map<string, boolean>();
-  private readonly judgedDocuments = new WeakMap<DocumentNode, Map<string, boolean>>();
+  private readonly judgedOperations = new WeakMap<OperationDefinitionNode, boolean>();
 
   constructor(documents: Iterable<DocumentNode>) {
     const hashes = new Set<string>();
     for (const document of documents) {
       for (const d of document.definitions) {
-        if (d.kind === Kind.OPERATION_DEFINITION && d.name)
-          hashes.add(operationHash(document, d.name.value)!);
+        if (d.kind === Kind.OPERATION_DEFINITION && d.name) hashes.add(operationHash(document, d));
       }
     }
     this.hashes = hashes;
@@ -131,22 +131,23 @@ export class TrustedDocuments {
       } catch {
         document = undefined; // not even GraphQL: not a registered document
       }
-      verdict = document !== undefined && this.allowsDocument(document, operationName ?? undefined);
+      const operation = document && getOperationAST(document, operationName);
+      verdict = !!operation && this.allowsDocument(document!, operation);
       if (this.judgedSources.size >= 10_000) this.judgedSources.clear();
       this.judgedSources.set(key, verdict);
     }
     return verdict;
   }
 
-  /** For a parsed document (the pipeline's prepared ones are reused, so this is a lookup). */
-  allowsDocument(document: DocumentNode, operationName: string | undefined): boolean {
-    let byName = this.judgedDocuments.get(document);
-    if (!byName) this.judgedDocuments.set(document, (byName = new Map()));
-    let verdict = byName.get(operationName ?? '');
+  /**
+   * For the operation the pipeline chose in a parsed document (the prepared ones are reused, so
+   * this is a lookup).
+   */
+  allowsDocument(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+    let verdict = this.judgedOperations.get(operation);
     if (verdict === undefined) {
-      const hash = operationHash(document, operationName);
-      verdict = hash !== undefined && this.hashes.has(hash);
-      byName.set(operationName ?? '', verdict);
+      verdict = this.hashes.has(operationHash(document, operation));
+      this.judgedOperations.set(operation, verdict);
     }
     return verdict;
   }
@@ -163,18 +164,11 @@ function graphqlFiles(dir: string): string[] {
 }
 
 /** sha256 of the chosen operation and the fragments it uses (sorted by name), printed. */
-function operationHash(document: DocumentNode, operationName: string | undefined): string | undefined {
-  const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  const operation = operationName
-    ? operations.find((d) => d.name?.value === operationName)
-    : operations.length === 1
-      ? operations[0]
-      : undefined;
-  if (!operation) return undefined;
+function operationHash(document: DocumentNode, operation: OperationDefinitionNode): string {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const d of document.definitions)
     if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
-  const used = usedFragments(operation as OperationDefinitionNode, fragments);
+  const used = usedFragments(operation, fragments);
   const printed = [operation, ...used.sort((a, b) => a.name.value.localeCompare(b.name.value))]
     .map((d) => print(d))
     .join('\n');

@@ -1,6 +1,7 @@
-import { buildSchema, parse } from 'graphql';
+import { GraphQLError, buildSchema, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { AccessPolicy, checkAccess } from '../../../src/gateway/pipeline/access.js';
+import { chooseOperation } from '../../../src/gateway/pipeline/operation.js';
 import { Plan } from '../../../src/kernel/plans.js';
 import type { Principal } from '../../../src/kernel/principal.js';
 
@@ -32,7 +33,13 @@ function principal(scopes: string[], plan: Plan = Plan.ANALYST): Principal {
   return { accountId: 'a', plan, scopes: new Set(scopes), credential: { kind: 'api_key', id: 'k' } };
 }
 
-const req = (query: string, operationName?: string) => policy.requirements(parse(query), operationName);
+/** The requirements of the operation the pipeline chooses (its refusal thrown). */
+const req = (query: string, operationName?: string) => {
+  const document = parse(query);
+  const operation = chooseOperation(document, operationName);
+  if (operation instanceof GraphQLError) throw operation;
+  return policy.requirements(document, operation);
+};
 const codes = (query: string, p: Principal | null) => checkAccess(req(query), p).map((e) => e.code);
 const missing = (query: string, p: Principal) =>
   checkAccess(req(query), p).find((e) => e.code === 'FORBIDDEN')?.details.requiredScopes;
@@ -107,11 +114,12 @@ describe('access pass', () => {
   it('checks the operation that will run when a document holds several', () => {
     const doc = 'query A { public } mutation B { createOrder }';
     expect(req(doc, 'A').operationType).toBe('query');
-    expect(checkAccess(policy.requirements(parse(doc), 'A'), principal([]))).toEqual([]);
-    expect(() => req(doc)).toThrow(/Must provide operationName/);
-    expect(
-      checkAccess(policy.requirements(parse(doc), 'B'), principal([]))[0]!.details.requiredScopes,
-    ).toEqual(['write:service_orders']);
+    expect(checkAccess(req(doc, 'A'), principal([]))).toEqual([]);
+    expect(() => req(doc)).toThrow('Must provide operation name if query contains multiple operations.');
+    expect(() => req(doc, 'C')).toThrow('Unknown operation named "C".');
+    expect(checkAccess(req(doc, 'B'), principal([]))[0]!.details.requiredScopes).toEqual([
+      'write:service_orders',
+    ]);
   });
 
   it('gives a hand-written route the rule of the field it stands for', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateCost } from '../../../src/gateway/pipeline/demand.js';
 import { gql, rest, startTestServer, type TestServer } from '../../helpers/server.js';
-import { parse } from 'graphql';
+import { getOperationAST, parse } from 'graphql';
 
 describe('extensions.cost: the estimate and the caller’s budget in every GraphQL answer', () => {
   let server: TestServer;
@@ -15,7 +15,8 @@ describe('extensions.cost: the estimate and the caller’s budget in every Graph
     const query = '{ market { category totalAumUsd } protocols(first: 5) { nodes { slug } } }';
     const first = await gql(server.url, query, { key });
     const second = await gql(server.url, query, { key });
-    const expected = estimateCost(schemaOf(server), parse(query), null, {});
+    const document = parse(query);
+    const expected = estimateCost(schemaOf(server), document, getOperationAST(document)!, {});
     for (const res of [first, second]) {
       expect(res.status).toBe(200);
       expect(res.body.extensions).toEqual({

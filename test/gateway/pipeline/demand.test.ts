@@ -1,11 +1,13 @@
-import { parse } from 'graphql';
+import { getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { estimateCost } from '../../../src/gateway/pipeline/demand.js';
 import { gatewaySchema } from '../../../src/modules.js';
 
 const schema = gatewaySchema();
-const cost = (query: string, variables: Record<string, unknown> = {}, operationName?: string) =>
-  estimateCost(schema, parse(query), operationName, variables);
+const cost = (query: string, variables: Record<string, unknown> = {}, operationName?: string) => {
+  const document = parse(query);
+  return estimateCost(schema, document, getOperationAST(document, operationName)!, variables);
+};
 
 describe('estimateCost', () => {
   it('charges a computing field its @cost weight, once per alias', () => {
@@ -41,11 +43,9 @@ describe('estimateCost', () => {
     expect(cost('{ portCallPrediction(portCallId: "x") @skip(if: true) { basis } }')).toBe(0);
   });
 
-  it('prices the named operation of a document, and 0 when there is no such operation', () => {
+  it('prices the operation it is handed, not the others of its document', () => {
     const document = 'query A { market { asOf } } query B { portCallPrediction(portCallId: "x") { basis } }';
     expect(cost(document, {}, 'A')).toBe(101);
     expect(cost(document, {}, 'B')).toBe(4001);
-    expect(cost(document, {}, 'C')).toBe(0);
-    expect(cost(document, {})).toBe(0);
   });
 });
