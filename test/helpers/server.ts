@@ -6,7 +6,7 @@ import { ManualClock, systemClock, type Clock } from '../../src/kernel/clock.js'
 import { copyOfTemplate, createTestDatabase, templatesOf, type TestDatabase } from './db.js';
 import { TEST_SECRETS_KEY } from './env.js';
 import { NOTICE_BOUND_MS, servedWithin } from './served.js';
-import { seededTemplateIsFresh } from './templates.js';
+import { seededTemplateAt, seededTemplateIsFresh, type DialectTemplates } from './templates.js';
 
 export interface TestServer {
   url: string;
@@ -24,8 +24,11 @@ export interface TestServerOptions {
   clock?: Clock | ManualClock;
   /** Extra environment, as an operator would set it. */
   env?: Record<string, string>;
-  /** Seed the demo dataset (default true). */
-  seed?: boolean;
+  /**
+   * Seed the demo dataset (default true): a copy of a seeded template of the run. `'afresh'` seeds
+   * this server's own database, for tests of the seed itself (two seeds at one instant agree).
+   */
+  seed?: boolean | 'afresh';
   /** Sees every SQL statement the server runs (statement-count tests). */
   onQuery?: (sql: string) => void;
   /** How long a query waits for a free PostgreSQL pool connection (pool-exhaustion tests). */
@@ -66,24 +69,19 @@ export async function startSubgraphServer(
 }
 
 /**
- * The real server on a random loopback port, on a fresh database, with the demo data. On the
- * system clock the database is a copy of the run's seeded template and `demo` its credentials;
- * a server on a clock of its own (the demo's history is relative to it) seeds its own copy.
- * Only the key policy of the configuration reaches the seed, and no setting of it changes what
- * the seed writes (one key per account), so `env` does not decide between the two.
+ * The real server on a random loopback port, on a fresh database, with the demo data: a copy of a
+ * seeded template of the run, and `demo` its credentials. On the system clock that is the global
+ * setup's template; on a clock of a server's own (the demo's history is relative to it) it is the
+ * template seeded at that clock's instant, built by the first server of the run that starts there
+ * (test/helpers/templates.ts). Only the key policy of the configuration reaches the seed, and no
+ * setting of it changes what the seed writes (one key per account), so `env` does not decide.
  */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dialect = options.dialect ?? 'sqlite';
   const dbOptions = { onQuery: options.onQuery, poolAcquireTimeoutMs: options.poolAcquireTimeoutMs };
   const clock = options.clock ?? systemClock;
-  const template = templatesOf(dialect);
-  const seeded =
-    options.seed !== false &&
-    clock === systemClock &&
-    template &&
-    seededTemplateIsFresh(template, clock.now())
-      ? template
-      : undefined;
+  const template = options.seed === true || options.seed === undefined ? templatesOf(dialect) : undefined;
+  const seeded = template ? await seededTemplateFor(dialect, template, clock) : undefined;
   const database = seeded
     ? await copyOfTemplate(dialect, seeded.seeded, dbOptions)
     : await createTestDatabase(dialect, dbOptions);
@@ -116,6 +114,17 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       await database.drop();
     },
   };
+}
+
+/** The seeded template a server on `clock` copies, if any: undefined means it seeds its own. */
+async function seededTemplateFor(
+  dialect: 'sqlite' | 'postgresql',
+  template: DialectTemplates,
+  clock: Clock | ManualClock,
+): Promise<{ seeded: string; demo: TestServer['demo'] } | undefined> {
+  if (clock !== systemClock) return seededTemplateAt(dialect, template, clock);
+  // The system clock moves on: the global setup's template serves while its history still holds.
+  return seededTemplateIsFresh(template, clock.now()) ? template : undefined;
 }
 
 /** POST /graphql with JSON; returns status, headers and parsed body. */

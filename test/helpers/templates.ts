@@ -1,11 +1,19 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client } from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { openAppDatabase } from '../../src/database.js';
-import { systemClock } from '../../src/kernel/clock.js';
+import { systemClock, type Clock } from '../../src/kernel/clock.js';
 import { seedDemo, type DemoCredentials } from '../../src/seed.js';
 
 /*
@@ -85,6 +93,16 @@ async function migrateAndSeed(
   }
 }
 
+/** Writes SQLite database `from` as one self-contained file `to` (no -wal beside it). */
+async function snapshotSqlite(from: string, to: string): Promise<void> {
+  const db = await openAppDatabase(from);
+  try {
+    await db.em().getConnection().execute(`vacuum into '${to}'`);
+  } finally {
+    await db.close();
+  }
+}
+
 /** Builds the SQLite templates in a temp directory; `drop` deletes it. */
 export async function buildSqliteTemplates(): Promise<{ templates: DialectTemplates; drop(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'tidegate-templates-'));
@@ -93,16 +111,8 @@ export async function buildSqliteTemplates(): Promise<{ templates: DialectTempla
   const work = join(dir, 'work.sqlite');
   // Built in WAL mode (openDatabase sets it); `vacuum into` writes each template as one
   // self-contained file, with nothing left in a -wal beside it.
-  const snapshot = async (from: string, to: string) => {
-    const db = await openAppDatabase(from);
-    try {
-      await db.em().getConnection().execute(`vacuum into '${to}'`);
-    } finally {
-      await db.close();
-    }
-  };
-  const seed = await migrateAndSeed(work, work, () => snapshot(work, migrated));
-  await snapshot(work, seeded);
+  const seed = await migrateAndSeed(work, work, () => snapshotSqlite(work, migrated));
+  await snapshotSqlite(work, seeded);
   rmSync(work, { force: true });
   rmSync(`${work}-wal`, { force: true });
   rmSync(`${work}-shm`, { force: true });
@@ -140,9 +150,14 @@ export async function buildPostgresTemplates(
   const run = randomBytes(4).toString('hex');
   const migrated = `tidegate_tpl_${run}_migrated`;
   const seeded = `tidegate_tpl_${run}_seeded`;
+  // Also the templates seeded at a test clock's instant (seededTemplateAt), named after these.
   const drop = () =>
     onPostgres(adminUrl, async (c) => {
-      for (const name of [seeded, migrated]) await c.query(`drop database if exists ${name} with (force)`);
+      const { rows } = await c.query<{ datname: string }>(
+        `select datname from pg_database where datname like $1`,
+        [`tidegate_tpl_${run}_%`],
+      );
+      for (const { datname } of rows) await c.query(`drop database if exists ${datname} with (force)`);
     });
   try {
     await onPostgres(adminUrl, (c) => c.query(`create database ${migrated}`));
@@ -161,4 +176,106 @@ export async function buildPostgresTemplates(
     await drop();
     throw e;
   }
+}
+
+/**
+ * The demo seeded on a clock of a test's own, at that clock's instant: built by the first test
+ * file that starts a server at that instant (seeding a copy of the migrated template, as a server
+ * otherwise would) and copied by every later one in the run. Test files run in separate
+ * processes, so the build is published atomically (a directory rename on SQLite, a database
+ * rename on PostgreSQL) and a file that loses the race uses the winner's copy. The credentials
+ * travel with the template: a JSON file beside it, or the PostgreSQL database's comment.
+ */
+export async function seededTemplateAt(
+  dialect: 'sqlite' | 'postgresql',
+  templates: DialectTemplates,
+  clock: Clock,
+): Promise<{ seeded: string; demo: DemoCredentials }> {
+  const at = clock.now().toISOString();
+  const tag = createHash('sha256').update(at).digest('hex').slice(0, 16);
+  const seed = (url: string) => seedInto(url, clock);
+  return dialect === 'sqlite'
+    ? sqliteSeededAt(templates.migrated, tag, seed)
+    : postgresSeededAt(templates.migrated, tag, seed);
+}
+
+async function seedInto(url: string, clock: Clock): Promise<DemoCredentials> {
+  const db = await openAppDatabase(url);
+  try {
+    return await seedDemo(db, { clock, config: seedConfig(url) });
+  } finally {
+    await db.close();
+  }
+}
+
+async function sqliteSeededAt(
+  migrated: string,
+  tag: string,
+  seed: (url: string) => Promise<DemoCredentials>,
+): Promise<{ seeded: string; demo: DemoCredentials }> {
+  const published = join(dirname(migrated), `at-${tag}`);
+  const found = () => ({
+    seeded: join(published, 'seeded.sqlite'),
+    demo: JSON.parse(readFileSync(join(published, 'demo.json'), 'utf8')) as DemoCredentials,
+  });
+  if (existsSync(published)) return found();
+  const work = mkdtempSync(join(dirname(migrated), 'work-'));
+  try {
+    const workDb = join(work, 'work.sqlite');
+    copyFileSync(migrated, workDb);
+    const demo = await seed(workDb);
+    await snapshotSqlite(workDb, join(work, 'seeded.sqlite'));
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${workDb}${suffix}`, { force: true });
+    writeFileSync(join(work, 'demo.json'), JSON.stringify(demo));
+    try {
+      renameSync(work, published);
+    } catch (e) {
+      // Another test file published the same instant first: its copy is as good as this one.
+      if (!existsSync(published)) throw e;
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return found();
+}
+
+async function postgresSeededAt(
+  migrated: string,
+  tag: string,
+  seed: (url: string) => Promise<DemoCredentials>,
+): Promise<{ seeded: string; demo: DemoCredentials }> {
+  const adminUrl = process.env.TEST_POSTGRES_URL;
+  if (!adminUrl) throw new Error('TEST_POSTGRES_URL is not set');
+  const prefix = migrated.replace(/_migrated$/, '');
+  const published = `${prefix}_at_${tag}`;
+  const found = () =>
+    onPostgres(adminUrl, async (c) => {
+      const { rows } = await c.query<{ demo: string }>(
+        `select shobj_description(oid, 'pg_database') as demo from pg_database where datname = $1`,
+        [published],
+      );
+      return rows[0] ? { seeded: published, demo: JSON.parse(rows[0].demo) as DemoCredentials } : undefined;
+    });
+  const existing = await found();
+  if (existing) return existing;
+  const work = `${prefix}_work_${randomBytes(6).toString('hex')}`;
+  await onPostgres(adminUrl, (c) => c.query(`create database ${work} template ${migrated}`));
+  try {
+    const demo = await seed(postgresDatabaseUrl(adminUrl, work));
+    await onPostgres(adminUrl, async (c) => {
+      await c.query(`comment on database ${work} is ${c.escapeLiteral(JSON.stringify(demo))}`);
+      await c.query(`alter database ${work} allow_connections false`);
+      try {
+        await c.query(`alter database ${work} rename to ${published}`);
+      } catch (e) {
+        // 42P04 duplicate_database: another test file published the same instant first.
+        if ((e as { code?: string }).code !== '42P04') throw e;
+      }
+    });
+  } finally {
+    await onPostgres(adminUrl, (c) => c.query(`drop database if exists ${work} with (force)`));
+  }
+  const built = await found();
+  if (!built) throw new Error(`seeded template ${published} is missing after it was built`);
+  return built;
 }

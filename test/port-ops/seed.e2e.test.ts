@@ -31,8 +31,8 @@ describe('demo port-ops data', () => {
   let first: TestServer;
   let second: TestServer;
   beforeAll(async () => {
-    first = await startTestServer({ clock: new ManualClock(NOW) });
-    second = await startTestServer({ clock: new ManualClock(NOW) });
+    first = await startTestServer({ clock: new ManualClock(NOW), seed: 'afresh' });
+    second = await startTestServer({ clock: new ManualClock(NOW), seed: 'afresh' });
   });
   afterAll(async () => {
     await first?.close();
