@@ -1,19 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { clientSnippets } from './helpers/readme.js';
 
 const ROOT = join(import.meta.dirname, '..');
-
-/** The ```ts blocks of README.md's "## Clients" section, whatever it holds today. */
-function clientSnippets(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Clients\n');
-  expect(start, 'README.md has a "## Clients" section').toBeGreaterThan(-1);
-  const next = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, next === -1 ? undefined : next);
-  return [...section.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-}
 
 it("type-checks every TypeScript snippet of README's Clients section against the client's types", () => {
   const snippets = clientSnippets();

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientSnippets } from '../helpers/readme.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const run = promisify(execFile);
@@ -16,6 +17,14 @@ const ALLOWED_IMPORTS = new Set([
   'node:fs/promises',
   'node:path',
 ]);
+
+interface LockEntry {
+  version: string;
+  dependencies?: Record<string, string>;
+  dev?: boolean;
+  devOptional?: boolean;
+  peer?: boolean;
+}
 
 /** This process's environment without npm's npm_* variables (set when the tests run under `npm test`). */
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
@@ -39,7 +48,8 @@ function specifiers(text: string): string[] {
 /**
  * The packed client installed into an empty project outside the repository, as another project
  * would install it: the tarball from `npm run pack:client`, `npm install --offline`, plain `node`
- * and the repository's tsc against the installed .d.ts files.
+ * and the repository's tsc against the installed .d.ts files (a file of its own, then README's
+ * Clients snippets).
  */
 describe('the @tidegate/client package', () => {
   let server: TestServer;
@@ -55,19 +65,38 @@ describe('the @tidegate/client package', () => {
       env,
     });
     tarball = packed.stdout.trim().split('\n').at(-1)!;
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-    // npm resolves a dependency's range through the registry's package document, which `npm ci`
-    // does not cache (it installs the lock file's exact versions). The project's lock names the
-    // versions the repository's lock installed, as a project already using graphql would have
-    // them; their tarballs are in the cache `npm ci` filled, so the install needs no network.
+    // What README's dashboard snippet uses beside the client, at the repository's locked versions.
+    const devDependencies = ['ws', '@types/ws', '@types/node'];
+    // `npm install --offline <tgz>` into a project without a lock resolves the tarball's dependency
+    // ranges through the registry and fails (ENOTCACHED) even on a cache `npm ci` has just filled.
+    // So the project's lock names the versions the repository's lock installed, as a project already
+    // using graphql would have them: their tarballs are in that cache, and the install needs no network.
     const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
-      packages: Record<string, { version: string; integrity: string }>;
+      packages: Record<string, LockEntry>;
     };
-    const packages: Record<string, object> = { '': { name: 'app' } };
-    for (const name of ['graphql', '@graphql-typed-document-node/core']) {
-      const { version, integrity } = lock.packages[`node_modules/${name}`]!;
-      packages[`node_modules/${name}`] = { version, integrity, extraneous: true };
-    }
+    const locked = (name: string): LockEntry => {
+      const {
+        dev: _dev,
+        devOptional: _devOptional,
+        peer: _peer,
+        ...entry
+      } = lock.packages[`node_modules/${name}`]!;
+      return entry;
+    };
+    const pinned = Object.fromEntries(devDependencies.map((n) => [n, locked(n).version]));
+    const packages: Record<string, object> = { '': { name: 'app', devDependencies: pinned } };
+    const add = (name: string, flags: object) => {
+      if (packages[`node_modules/${name}`]) return;
+      const entry = locked(name);
+      packages[`node_modules/${name}`] = { ...entry, ...flags };
+      for (const dep of Object.keys(entry.dependencies ?? {})) add(dep, flags);
+    };
+    for (const name of ['graphql', '@graphql-typed-document-node/core']) add(name, { extraneous: true });
+    for (const name of devDependencies) add(name, { dev: true });
+    writeFileSync(
+      join(app, 'package.json'),
+      JSON.stringify({ name: 'app', private: true, type: 'module', devDependencies: pinned }),
+    );
     writeFileSync(
       join(app, 'package-lock.json'),
       JSON.stringify({ name: 'app', lockfileVersion: 3, requires: true, packages }),
@@ -75,6 +104,19 @@ describe('the @tidegate/client package', () => {
     await run('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball], { cwd: app, env });
     server = await startTestServer();
   }, 180_000);
+
+  /** Runs the repository's tsc on the project of dir; returns the files it read (it fails on any error). */
+  async function typecheck(dir: string): Promise<string[]> {
+    const result = await run(process.execPath, [TSC, '-p', dir, '--listFiles'], { cwd: dir }).catch(
+      (e: { stdout?: string; stderr?: string }) => ({ failed: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+    );
+    expect(result).not.toHaveProperty('failed');
+    const listed = (result as { stdout: string }).stdout.trim().split('\n');
+    // Only TypeScript's own lib files come from the repository.
+    const typescriptLib = join(ROOT, 'node_modules/typescript/lib');
+    expect(listed.filter((f) => !f.startsWith(app) && !f.startsWith(typescriptLib))).toEqual([]);
+    return listed;
+  }
 
   afterAll(async () => {
     await server?.close();
@@ -193,17 +235,39 @@ export const code: string = new TidegateError('X', 'm', { status: 400 }).code;
         files: ['check.ts'],
       }),
     );
-    const result = await run(process.execPath, [TSC, '-p', app, '--listFiles'], { cwd: app }).catch(
-      (e: { stdout?: string; stderr?: string }) => ({ failed: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
-    );
-    expect(result).not.toHaveProperty('failed');
-    const listed = (result as { stdout: string }).stdout.trim().split('\n');
+    const listed = await typecheck(app);
     const installed = join(app, 'node_modules/@tidegate/client/dist');
     expect(listed).toContain(join(installed, 'client/index.d.ts'));
     expect(listed).toContain(join(installed, 'client/node.d.ts'));
     expect(listed).toContain(join(installed, 'generated/graphql.d.ts'));
-    // Only TypeScript's own lib files come from the repository.
-    const typescriptLib = join(ROOT, 'node_modules/typescript/lib');
-    expect(listed.filter((f) => !f.startsWith(app) && !f.startsWith(typescriptLib))).toEqual([]);
+  });
+
+  it("type-checks README's TypeScript snippets against the installed package", async () => {
+    const snippets = clientSnippets();
+    expect(snippets.join('\n')).toContain("from '@tidegate/client'");
+    const dir = join(app, 'readme');
+    mkdirSync(dir);
+    const files = snippets.map((code, i) => {
+      writeFileSync(join(dir, `snippet-${i + 1}.ts`), code);
+      return `snippet-${i + 1}.ts`;
+    });
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          lib: ['ES2023', 'DOM', 'DOM.Iterable'],
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          types: ['node'],
+        },
+        files,
+      }),
+    );
+    const listed = await typecheck(dir);
+    expect(listed).toContain(join(app, 'node_modules/@tidegate/client/dist/client/index.d.ts'));
+    expect(listed).toContain(join(app, 'node_modules/@tidegate/client/dist/generated/graphql.d.ts'));
   });
 });
