@@ -1,0 +1,146 @@
+/**
+ * CPU time per request of the reads that execute (kept answers off, `ANSWER_CACHE_MB=0`), in this
+ * process through Fastify's `inject` (no sockets): what a change to the execution path gains or
+ * costs, measured in CPU time rather than throughput, so a busy machine moves it far less than it
+ * moves req/s. Not a substitute for `npm run bench` (no HTTP stack, one request at a time).
+ * `node --import tsx test/bench/cpu.ts [ITERATIONS]`; `BENCH_DATABASE_URL` (postgres://…) runs it on
+ * a fresh PostgreSQL database (created and dropped), SQLite otherwise; `BENCH_CPU_PROFILE=dir` writes a
+ * CPU profile of each read's measured requests (not of the start) into `dir`.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { systemClock } from '../../src/kernel/clock.js';
+import { seedDemo } from '../../src/seed.js';
+import { DASHBOARD_QUERY } from './port-ops.js';
+
+const ITERATIONS = Number(process.argv[2] ?? 300);
+const POSTGRES = process.env.BENCH_DATABASE_URL;
+const ONLY = process.env.BENCH_ONLY;
+
+interface Read {
+  name: string;
+  method: 'GET' | 'POST';
+  url: string;
+  body?: string;
+}
+const READS: Read[] = [
+  {
+    name: 'GraphQL dashboard',
+    method: 'POST',
+    url: '/graphql',
+    body: JSON.stringify({ query: DASHBOARD_QUERY, operationName: 'Dashboard' }),
+  },
+  { name: 'REST dashboard', method: 'GET', url: '/v1/dashboard/port-calls?limit=50' },
+  { name: 'REST /v1/protocols?limit=100', method: 'GET', url: '/v1/protocols?limit=100' },
+  {
+    name: 'REST /v1/port-calls?status=SCHEDULED&limit=10',
+    method: 'GET',
+    url: '/v1/port-calls?status=SCHEDULED&limit=10',
+  },
+  {
+    name: 'GraphQL protocols(first: 20)',
+    method: 'POST',
+    url: '/graphql',
+    body: JSON.stringify({
+      query: '{ protocols(first: 20) { nodes { slug name category liquidityScore liquidityTier } } }',
+    }),
+  },
+];
+
+async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `tidegate_cpu_${randomBytes(4).toString('hex')}`;
+  const admin = new URL(POSTGRES!);
+  admin.pathname = '/postgres';
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`create database ${name}`);
+  const url = new URL(POSTGRES!);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`drop database if exists ${name} with (force)`) };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'tidegate-cpu-'));
+const database = POSTGRES
+  ? await postgresDatabase()
+  : { url: join(dir, 'cpu.sqlite'), drop: () => Promise.resolve() };
+try {
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    DOCUMENTS_DIR: join(dir, 'documents'),
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    DEMO_SEED: 'false',
+    ANSWER_CACHE_MB: '0',
+    LIMIT_INSTITUTIONAL_PER_MINUTE: '100000000',
+    PORT_OPS_PER_MINUTE: '100000000',
+  });
+  const app = await buildApp(config, { logger: false });
+  try {
+    const demo = await seedDemo(app.services.db, {
+      clock: systemClock,
+      config,
+      versions: app.services.versions,
+    });
+    const key = demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.apiKey;
+    const results: Array<{ read: string; cpuUsPerRequest: number; wallUsPerRequest: number; bytes: number }> =
+      [];
+    for (const r of READS.filter((x) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t)))) {
+      const send = () =>
+        app.fastify.inject({
+          method: r.method,
+          url: r.url,
+          headers: { 'x-api-key': key, ...(r.body ? { 'content-type': 'application/json' } : {}) },
+          payload: r.body,
+        });
+      const first = await send();
+      if (first.statusCode !== 200 || first.body.includes('"errors"'))
+        throw new Error(`${r.name}: ${first.statusCode} ${first.body.slice(0, 300)}`);
+      for (let i = 0; i < Math.min(100, ITERATIONS); i++) await send(); // warm-up: JIT, pools
+      const profiling = process.env.BENCH_CPU_PROFILE;
+      const session = profiling ? new Session() : undefined;
+      if (session) {
+        session.connect();
+        await session.post('Profiler.enable');
+        await session.post('Profiler.start');
+      }
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < ITERATIONS; i++) await send();
+      const cpu = process.cpuUsage(cpu0);
+      if (session) {
+        const { profile } = await session.post('Profiler.stop');
+        const file = join(profiling!, `${r.name.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`);
+        writeFileSync(file, JSON.stringify(profile));
+        session.disconnect();
+      }
+      results.push({
+        read: r.name,
+        cpuUsPerRequest: Math.round((cpu.user + cpu.system) / ITERATIONS),
+        wallUsPerRequest: Math.round(((performance.now() - t0) * 1000) / ITERATIONS),
+        bytes: first.rawPayload.length,
+      });
+    }
+    console.log(
+      `dialect ${POSTGRES ? 'postgresql' : 'sqlite'}, ${ITERATIONS} requests each, kept answers off`,
+    );
+    console.table(results);
+  } finally {
+    await app.close();
+  }
+} finally {
+  await database.drop();
+  rmSync(dir, { recursive: true, force: true });
+}
