@@ -15,11 +15,25 @@ export interface RestShape {
   snakeCaseKeys?: boolean;
 }
 
+/** What a key of the body becomes: its JSON name, and what its string values become. */
+interface KeyPlan {
+  name: string;
+  strings: 'number' | 'lowerCase' | 'keep';
+}
+
 interface Compiled {
   numbers: ReadonlySet<string>;
   lowerCase: ReadonlySet<string>;
   snakeCaseKeys: boolean;
+  /**
+   * Each key's plan, made on first sight: the keys of a route's bodies are its fields' names, a
+   * small set, so a body is shaped with one map lookup per key instead of the name's regular
+   * expressions. Keys inside JSON values come from data: past MAX_KEYS the plan is made each time.
+   */
+  keys: Map<string, KeyPlan>;
 }
+
+const MAX_KEYS = 2_000;
 
 // Route shapes are module constants: compiled once each, on first use.
 const compiled = new WeakMap<RestShape, Compiled>();
@@ -31,6 +45,7 @@ function compile(shape: RestShape): Compiled {
       numbers: new Set(shape.numbers),
       lowerCase: new Set(shape.lowerCase),
       snakeCaseKeys: shape.snakeCaseKeys ?? false,
+      keys: new Map(),
     };
     compiled.set(shape, c);
   }
@@ -68,17 +83,36 @@ export function shapeBody(body: unknown, shape: RestShape | undefined): unknown 
   return shaped;
 }
 
-function shapeValue(value: unknown, shape: Compiled): unknown {
-  if (Array.isArray(value)) return value.map((item) => shapeValue(item, shape));
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) {
+function keyPlan(key: string, shape: Compiled): KeyPlan {
+  let plan = shape.keys.get(key);
+  if (!plan) {
     const name = shape.snakeCaseKeys ? snakeCaseKey(key) : key;
-    out[name] =
+    plan = {
+      name,
+      strings: shape.numbers.has(name) ? 'number' : shape.lowerCase.has(name) ? 'lowerCase' : 'keep',
+    };
+    if (shape.keys.size < MAX_KEYS) shape.keys.set(key, plan);
+  }
+  return plan;
+}
+
+function shapeValue(value: unknown, shape: Compiled): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const items = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) items[i] = shapeValue(value[i], shape);
+    return items;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const item = (value as Record<string, unknown>)[key];
+    const plan = keyPlan(key, shape);
+    out[plan.name] =
       typeof item === 'string'
-        ? shape.numbers.has(name) && DECIMAL.test(item)
+        ? plan.strings === 'number' && DECIMAL.test(item)
           ? Number(item)
-          : shape.lowerCase.has(name)
+          : plan.strings === 'lowerCase'
             ? item.toLowerCase()
             : item
         : shapeValue(item, shape);

@@ -50,4 +50,21 @@ describe('REST body shaping', () => {
     const fresh = [{ aum_usd: '1.50', category: 'TREASURY' }];
     expect(shapeBody(fresh, shape)).not.toBe(shapeBody(fresh, shape));
   });
+
+  it('shapes every key the same way however many distinct keys its bodies hold (data inside JSON values)', () => {
+    const own = { numbers: ['aum_usd'], lowerCase: ['category'], snakeCaseKeys: true };
+    const many = Object.fromEntries(Array.from({ length: 3_000 }, (_, i) => [`key${i}Name`, i]));
+    const shaped = shapeBody({ inputs: many, aum_usd: '2.50', category: 'TREASURY' }, own) as {
+      inputs: Record<string, number>;
+    };
+    expect(Object.keys(shaped.inputs)).toHaveLength(3_000);
+    expect(shaped.inputs.key0_name).toBe(0);
+    expect(shaped.inputs.key2999_name).toBe(2999);
+    // Past the keys it remembers, known ones keep their plan.
+    expect(shapeBody({ aum_usd: '2.50', category: 'TREASURY', shareOfTotal: '1.0' }, own)).toEqual({
+      aum_usd: 2.5,
+      category: 'treasury',
+      share_of_total: '1.0',
+    });
+  });
 });
