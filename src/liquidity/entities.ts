@@ -58,7 +58,7 @@ export enum GovernanceMaturity {
 }
 registerEnumType(GovernanceMaturity, { name: 'GovernanceMaturity' });
 
-@ObjectType({ description: 'Where a share of the yield comes from.' })
+@ObjectType({ simpleResolvers: true, description: 'Where a share of the yield comes from.' })
 export class YieldSource {
   @Field(() => String)
   source!: string;
@@ -67,7 +67,7 @@ export class YieldSource {
   sharePct!: number;
 }
 
-@ObjectType({ description: 'A regulatory filing reference.' })
+@ObjectType({ simpleResolvers: true, description: 'A regulatory filing reference.' })
 export class RegulatoryFiling {
   @Field(() => String)
   regulator!: string;
@@ -80,7 +80,7 @@ export class RegulatoryFiling {
 }
 
 /** A tokenized real-world-asset protocol: its profile and its latest score (denormalised at ingestion). */
-@ObjectType({ description: 'A tokenized real-world-asset protocol.' })
+@ObjectType({ simpleResolvers: true, description: 'A tokenized real-world-asset protocol.' })
 @Entity({ tableName: 'liquidity_protocols' })
 export class Protocol {
   @Field(() => ID)
@@ -440,7 +440,10 @@ export enum WatchlistAlertKind {
 }
 registerEnumType(WatchlistAlertKind, { name: 'WatchlistAlertKind' });
 
-@ObjectType({ description: 'An alert raised by ingestion crossing a watchlist threshold.' })
+@ObjectType({
+  simpleResolvers: true,
+  description: 'An alert raised by ingestion crossing a watchlist threshold.',
+})
 @Entity({ tableName: 'liquidity_watchlist_alerts' })
 @Index({ properties: ['accountId', 'createdAt'] })
 export class WatchlistAlert {

@@ -41,7 +41,7 @@ export enum IngestFormatEnum {
 }
 registerEnumType(IngestFormatEnum, { name: 'IngestFormat' });
 
-@ObjectType({ description: 'The five components, each 0–100.' })
+@ObjectType({ simpleResolvers: true, description: 'The five components, each 0–100.' })
 export class ScoreComponents {
   @Field(() => Float) aum!: number;
   @Field(() => Float) redemption!: number;
@@ -50,10 +50,10 @@ export class ScoreComponents {
   @Field(() => Float) jurisdiction!: number;
 }
 
-@ObjectType({ description: 'Component weights (sum to 1).' })
+@ObjectType({ simpleResolvers: true, description: 'Component weights (sum to 1).' })
 export class ScoreWeights extends ScoreComponents {}
 
-@ObjectType('PenaltyCaps', { description: 'Maximum points each penalty may deduct.' })
+@ObjectType('PenaltyCaps', { simpleResolvers: true, description: 'Maximum points each penalty may deduct.' })
 export class PenaltyCapsType {
   @Field(() => Float) concentration!: number;
   @Field(() => Float) deviation!: number;
@@ -62,14 +62,14 @@ export class PenaltyCapsType {
   @Field(() => Float) attestation!: number;
 }
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class PenaltyAssessment {
   @Field(() => PenaltyKind) kind!: PenaltyKind;
   @Field(() => Float, { description: 'Points deducted (after the cap).' }) points!: number;
   @Field(() => Float) cap!: number;
 }
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class DataConfidence {
   @Field(() => ConfidenceLevel) level!: ConfidenceLevel;
   @Field(() => Float, { description: '0–100: 60 % freshness, 40 % completeness.' }) score!: number;
@@ -78,7 +78,7 @@ export class DataConfidence {
   completeness!: number;
 }
 
-@ObjectType({ description: 'A protocol score with its breakdown (methodology 1.7).' })
+@ObjectType({ simpleResolvers: true, description: 'A protocol score with its breakdown (methodology 1.7).' })
 export class Score {
   @Field(() => ID) protocolId!: string;
   @Field(() => String) slug!: string;
@@ -103,7 +103,10 @@ export class Score {
   protocol!: Protocol;
 }
 
-@ObjectType('ScoreAudit', { description: 'The stored inputs behind an audit id, and the score they give.' })
+@ObjectType('ScoreAudit', {
+  simpleResolvers: true,
+  description: 'The stored inputs behind an audit id, and the score they give.',
+})
 export class ScoreAuditRecord {
   @Field(() => String) auditId!: string;
   @Field(() => String) methodologyVersion!: string;
@@ -114,7 +117,7 @@ export class ScoreAuditRecord {
   @Field(() => Score) result!: Score;
 }
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class ScorePoint {
   @Field(() => String) date!: string;
   @Field(() => Float) score!: number;
@@ -122,7 +125,7 @@ export class ScorePoint {
   @Field(() => String) auditId!: string;
 }
 
-@ObjectType({ description: 'The last 30 daily scores with their trajectory.' })
+@ObjectType({ simpleResolvers: true, description: 'The last 30 daily scores with their trajectory.' })
 export class ScoreHistory {
   @Field(() => String) slug!: string;
   @Field(() => ID, { nullable: true }) profileId!: string | null;
@@ -132,7 +135,7 @@ export class ScoreHistory {
   @Field(() => [ScorePoint]) points!: ScorePoint[];
 }
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class Backtest {
   @Field(() => Int) lookbackDays!: number;
   @Field(() => String) from!: string;
@@ -157,7 +160,7 @@ export class Backtest {
   @Field(() => Int) illiquidAtEnd!: number;
 }
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class TierDistribution {
   @Field(() => Int) L1!: number;
   @Field(() => Int) L2!: number;
@@ -165,14 +168,14 @@ export class TierDistribution {
   @Field(() => Int) ILLIQUID!: number;
 }
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class CompositeIndex {
   @Field(() => String, { description: 'ILT, ILC, ILRA, ILRWA or ILIG.' }) code!: string;
   @Field(() => String) name!: string;
   @Field(() => Float, { nullable: true }) score!: number | null;
 }
 
-@ObjectType({ description: 'Aggregates over active protocols with a score.' })
+@ObjectType({ simpleResolvers: true, description: 'Aggregates over active protocols with a score.' })
 export class Market {
   @Field(() => ProtocolCategory, { nullable: true }) category!: ProtocolCategory | null;
   @Field(() => String, { nullable: true }) asOf!: string | null;
@@ -186,7 +189,10 @@ export class Market {
   @Field(() => [CompositeIndex]) indices!: CompositeIndex[];
 }
 
-@ObjectType('Watchlist', { description: "The caller's account watchlist and its alert configuration." })
+@ObjectType('Watchlist', {
+  simpleResolvers: true,
+  description: "The caller's account watchlist and its alert configuration.",
+})
 export class WatchlistType {
   @Field(() => ID, { nullable: true, description: 'Null until the first change.' }) id!: string | null;
   @Field(() => Float, {
@@ -204,7 +210,7 @@ export class WatchlistType {
   @Field(() => [Protocol]) protocols!: Protocol[];
 }
 
-@ObjectType('ScoringProfile')
+@ObjectType('ScoringProfile', { simpleResolvers: true })
 export class ScoringProfileType {
   @Field(() => ID) id!: string;
   @Field(() => String) name!: string;
@@ -214,7 +220,7 @@ export class ScoringProfileType {
   @Field(() => Date) updatedAt!: Date;
 }
 
-@ObjectType('ScoringProfileChange')
+@ObjectType('ScoringProfileChange', { simpleResolvers: true })
 export class ScoringProfileChangeType {
   @Field(() => ID) id!: string;
   @Field(() => String, { description: 'CREATE, UPDATE or DELETE.' }) action!: string;
@@ -224,7 +230,7 @@ export class ScoringProfileChangeType {
   @Field(() => Date) at!: Date;
 }
 
-@ObjectType('IngestResult')
+@ObjectType('IngestResult', { simpleResolvers: true })
 export class IngestResultType {
   @Field(() => Int) rows!: number;
   @Field(() => Int) protocols!: number;
@@ -371,7 +377,10 @@ export class ProtocolInput {
   @Field(() => String, { nullable: true, description: 'Absolute http(s) URL.' }) website?: string | null;
 }
 
-@ObjectType('ProtocolChange', { description: 'One create or update of a protocol profile.' })
+@ObjectType('ProtocolChange', {
+  simpleResolvers: true,
+  description: 'One create or update of a protocol profile.',
+})
 export class ProtocolChangeType {
   @Field(() => ID) id!: string;
   @Field(() => String, { description: 'CREATE or UPDATE.' }) action!: string;
