@@ -72,6 +72,16 @@ function parseRedirectUri(raw: string): string {
   return value;
 }
 
+/** The redirect URIs of a registration or of an edit: each checked, duplicates dropped, 0–10 of them. */
+export function parseRedirectUris(raw: readonly string[], grantTypes: readonly string[]): string[] {
+  const redirectUris = [...new Set(raw.map(parseRedirectUri))];
+  if (grantTypes.includes('authorization_code') && redirectUris.length === 0) {
+    throw badInput('redirectUris', 'at least one redirect URI is required for authorization_code');
+  }
+  if (redirectUris.length > 10) throw badInput('redirectUris', 'at most 10 redirect URIs');
+  return redirectUris;
+}
+
 /** An http redirect URI on a loopback IP literal: host, optional port, then path and query. */
 const LOOPBACK_REDIRECT = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?([/?].*)?$/;
 
@@ -109,11 +119,7 @@ export async function createClient(
       'client_credentials needs a confidential client (public clients cannot keep a secret)',
     );
   }
-  const redirectUris = [...new Set(input.redirectUris.map(parseRedirectUri))];
-  if (grantTypes.includes('authorization_code') && redirectUris.length === 0) {
-    throw badInput('redirectUris', 'at least one redirect URI is required for authorization_code');
-  }
-  if (redirectUris.length > 10) throw badInput('redirectUris', 'at most 10 redirect URIs');
+  const redirectUris = parseRedirectUris(input.redirectUris, grantTypes);
   const scopes = parseScopes(input.scopes);
   if (scopes.length === 0) throw badInput('scopes', 'must name at least one scope');
   if (scopes.includes('admin') && registrar && !registrar.roles.includes('admin')) {

@@ -1,10 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
-import type { ApiKey, User } from '../accounts/entities.js';
+import type { User } from '../accounts/entities.js';
 import {
   createApiKey,
-  isKeyActive,
-  listApiKeys,
   revokeApiKey,
   rotateApiKey,
   verifyUserPassword,
@@ -14,11 +12,20 @@ import { AuditRecord } from '../audit/entities.js';
 import { stageEvents } from '../events/stage.js';
 import { AppError } from '../kernel/errors.js';
 import { planLabel } from '../kernel/plans.js';
-import { ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPES } from '../kernel/scopes.js';
-import { createClient, getClient, GRANT_TYPES, listClients, rotateClientSecret } from './clients.js';
-import type { AuthSession, OAuthClient } from './entities.js';
+import { ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPES, SESSION_ONLY_SCOPES } from '../kernel/scopes.js';
+import type {
+  ConsoleAppFragment,
+  ConsoleConnectedAppsQuery,
+  ConsoleKeyFragment,
+  ConsoleKeysAndAppsQuery,
+  ConsoleRevokeConnectedAppMutation,
+  ConsoleRotateAppSecretMutation,
+} from '../generated/graphql.js';
+import { createClient, getClient, GRANT_TYPES } from './clients.js';
+import type { AuthSession } from './entities.js';
 import { ConsoleGateway } from './console-gateway.js';
 import { ConsoleReports } from './console-reports.js';
+import { ConsoleWebhooks } from './console-webhooks.js';
 import { consoleNav, errorPage, hidden, html, sendPage, type SafeHtml } from './html.js';
 import type { AuthRuntime } from './runtime.js';
 import {
@@ -55,12 +62,18 @@ export function safeReturnTo(value: unknown): string {
 export class ConsolePages {
   /** The pages that only read through the schema: Usage and Request log. */
   readonly reports: ConsoleReports;
+  /** The Webhooks pages: both doors' endpoints, deliveries and their actions. */
+  readonly webhooks: ConsoleWebhooks;
 
   constructor(
     private readonly runtime: AuthRuntime,
     private readonly gateway: ConsoleGateway,
   ) {
-    this.reports = new ConsoleReports(gateway, (request, reply) => this.guard(request, reply));
+    const guard = (request: FastifyRequest, reply: FastifyReply) => this.guard(request, reply);
+    this.reports = new ConsoleReports(gateway, guard);
+    this.webhooks = new ConsoleWebhooks(gateway, guard, (signedIn, reply, page) =>
+      this.showOnce(signedIn.session, reply, page),
+    );
   }
 
   private get security() {
@@ -173,14 +186,14 @@ export class ConsolePages {
     if (!signedIn) return;
     const em = this.runtime.em;
     const accountId = signedIn.user.account.id;
-    const [clients, keys, usage] = await Promise.all([
-      listClients(em, accountId),
-      listApiKeys(em, accountId),
+    const [{ apiKeys: keys, sandboxKeys, oauthApps: clients }, usage] = await Promise.all([
+      this.gateway.run<ConsoleKeysAndAppsQuery>('ConsoleKeysAndApps', signedIn, request),
       this.usageThisMonth(em, accountId),
     ]);
     const csrf = signedIn.session.csrfToken;
-    const now = this.runtime.services.clock.now();
-    const grantableScopes = ALL_SCOPES.filter((s) => s !== 'admin' || signedIn.user.roles.includes('admin'));
+    const grantableScopes = ALL_SCOPES.filter(
+      (s) => !SESSION_ONLY_SCOPES.includes(s) && (s !== 'admin' || signedIn.user.roles.includes('admin')),
+    );
     return sendPage(
       reply,
       status,
@@ -200,7 +213,13 @@ export class ConsolePages {
         ${error ? html`<p class="card error" role="alert" id="error">${error}</p>` : ''}
         <section class="card" id="clients">
           <h2>OAuth applications</h2>
-          ${clients.length === 0 ? html`<p class="muted">No applications yet.</p>` : clientTable(clients, csrf)}
+          ${
+            clients.length === 0
+              ? html`<p class="empty" id="clients-empty">
+                  No applications yet. Register one below to let an app act for your users through OAuth.
+                </p>`
+              : clientTable(clients, csrf)
+          }
           <h2>Register an application</h2>
           <form method="post" action="/console/clients" id="register-client">
             ${hidden('csrf', csrf)}
@@ -243,7 +262,13 @@ export class ConsolePages {
         </section>
         <section class="card" id="api-keys">
           <h2>API keys</h2>
-          ${keys.length === 0 ? html`<p class="muted">No API keys yet.</p>` : keyTable(keys, csrf, now)}
+          ${
+            keys.length === 0
+              ? html`<p class="empty" id="keys-empty">
+                  No API keys yet. Create one below, then send it in the <code>X-API-Key</code> header.
+                </p>`
+              : keyTable(keys, csrf)
+          }
           <h2>Create an API key</h2>
           <form method="post" action="/console/keys" id="create-key">
             ${hidden('csrf', csrf)}
@@ -255,6 +280,17 @@ export class ConsolePages {
             </fieldset>
             <div class="actions"><button type="submit" id="create-key-button">Create key</button></div>
           </form>
+        </section>
+        <section class="card" id="sandbox-keys">
+          <h2>Sandbox keys</h2>
+          ${
+            sandboxKeys.length === 0
+              ? html`<p class="empty" id="sandbox-empty">
+                  No sandbox keys. Generate one in the <a href="/playground">playground</a>: it reaches demo
+                  data only and expires by itself.
+                </p>`
+              : sandboxTable(sandboxKeys, csrf)
+          }
         </section>`,
     );
   }
@@ -317,6 +353,15 @@ export class ConsolePages {
     return shownOnce(reply, page);
   }
 
+  /** One of the schema's write operations for the dashboard; a refusal re-renders it with the message. */
+  private runAction(name: string, variables: Record<string, unknown>) {
+    return (request: FastifyRequest, reply: FastifyReply) =>
+      this.act(request, reply, async (signedIn) => {
+        await this.gateway.run(name, signedIn, request, variables);
+        return reply.code(303).header('location', '/console').send();
+      });
+  }
+
   registerClient(request: FastifyRequest, reply: FastifyReply) {
     return this.act(request, reply, async ({ user, session }, body) => {
       const { client, secret } = await createClient(
@@ -348,21 +393,134 @@ export class ConsolePages {
   }
 
   rotateClient(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user, session }) => {
-      const { client, secret } = await rotateClientSecret(
-        this.runtime.em,
-        clientIdParam(request),
-        user.account.id,
-      );
-      return this.showOnce(session, reply, {
+    return this.act(request, reply, async (signedIn) => {
+      const { rotateOAuthAppSecret: rotated } = await this.gateway.run<
+        ConsoleRotateAppSecretMutation,
+        { clientId: string }
+      >('ConsoleRotateAppSecret', signedIn, request, { clientId: clientIdParam(request) });
+      return this.showOnce(signedIn.session, reply, {
         title: 'Client secret rotated',
         values: [
-          ['Client ID', 'client-id', client.clientId],
-          ['New client secret', 'client-secret', secret],
+          ['Client ID', 'client-id', rotated.app.clientId],
+          ['New client secret', 'client-secret', rotated.clientSecret],
         ],
         warning: 'The old secret stopped working now. Copy the new one: it is shown only this once.',
       });
     });
+  }
+
+  /** Replaces an app's redirect URIs (one per line), checked by the schema like a registration. */
+  updateRedirectUris(request: FastifyRequest, reply: FastifyReply) {
+    const redirectUris = text(((request.body ?? {}) as Body).redirect_uris)
+      .split(/\r?\n/)
+      .map((u) => u.trim())
+      .filter(Boolean);
+    return this.runAction('ConsoleUpdateRedirectUris', { clientId: clientIdParam(request), redirectUris })(
+      request,
+      reply,
+    );
+  }
+
+  revokeSandboxKey(request: FastifyRequest, reply: FastifyReply) {
+    return this.runAction('ConsoleRevokeSandboxKey', { id: keyIdParam(request) })(request, reply);
+  }
+
+  /** Connected apps: the apps holding the signed-in user's tokens, each with a revoke button. */
+  async connectedApps(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status = 200,
+    message?: { error?: string; notice?: string },
+  ): Promise<FastifyReply | void> {
+    const signedIn = await this.guard(request, reply);
+    if (!signedIn) return;
+    return this.connectedAppsPage(signedIn, request, reply, status, message);
+  }
+
+  private async connectedAppsPage(
+    signedIn: SignedIn,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status = 200,
+    message: { error?: string; notice?: string } = {},
+  ): Promise<FastifyReply> {
+    const { connectedApps: apps } = await this.gateway.run<ConsoleConnectedAppsQuery>(
+      'ConsoleConnectedApps',
+      signedIn,
+      request,
+    );
+    const revoked = text((request.query as Record<string, unknown>).revoked);
+    const notice = message.notice ?? (revoked ? `Access of ${revoked} revoked.` : undefined);
+    const csrf = signedIn.session.csrfToken;
+    return sendPage(
+      reply,
+      status,
+      'Connected apps',
+      html`${consoleNav('/console/apps')}
+        <section class="card" id="connected-apps">
+          <h1>Connected apps</h1>
+          <p class="muted">
+            Applications you signed in to with tidegate that still hold your tokens. Revoking one ends its
+            access at once: its tokens stop working and its live connections close.
+          </p>
+          ${message.error ? html`<p class="error" role="alert" id="error">${message.error}</p>` : ''}
+          ${notice ? html`<p class="notice" role="status" id="notice">${notice}</p>` : ''}
+          ${
+            apps.length === 0
+              ? html`<p class="empty" id="apps-empty">
+                  No app holds your tokens. When you approve an app's request on the consent page, it appears
+                  here with what you granted it.
+                </p>`
+              : html`<table id="apps">
+                  <thead>
+                    <tr>
+                      <th scope="col">App</th>
+                      <th scope="col">Scopes</th>
+                      <th scope="col">Granted (UTC)</th>
+                      <th scope="col">Last used (UTC)</th>
+                      <th scope="col"></th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${apps.map(
+                      (a) =>
+                        html`<tr data-client-id="${a.clientId}">
+                          <td>${a.name}<br /><code class="muted">${a.clientId}</code></td>
+                          <td>${a.scopes.map((s) => html`<code>${s}</code> `)}</td>
+                          <td>${a.grantedAt}</td>
+                          <td>${a.lastUsedAt ?? 'never'}</td>
+                          <td>
+                            <form method="post" action="/console/apps/${a.clientId}/revoke">
+                              ${hidden('csrf', csrf)}<button type="submit" class="danger revoke-app">
+                                Revoke access
+                              </button>
+                            </form>
+                          </td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>`
+          }
+        </section>`,
+    );
+  }
+
+  async revokeConnectedApp(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> {
+    const signedIn = await this.guard(request, reply);
+    if (!signedIn) return;
+    try {
+      const { revokeConnectedApp: done } = await this.gateway.run<
+        ConsoleRevokeConnectedAppMutation,
+        { clientId: string }
+      >('ConsoleRevokeConnectedApp', signedIn, request, { clientId: clientIdParam(request) });
+      return reply
+        .code(303)
+        .header('location', `/console/apps?revoked=${encodeURIComponent(done.clientId)}`)
+        .send();
+    } catch (e) {
+      if (!(e instanceof AppError) || e.status >= 500) throw e;
+      return this.connectedAppsPage(signedIn, request, reply, e.status, { error: e.message });
+    }
   }
 
   deleteClient(request: FastifyRequest, reply: FastifyReply) {
@@ -448,7 +606,7 @@ function scopeBoxes(name: string, scopes: readonly string[], checked: readonly s
   );
 }
 
-function clientTable(clients: OAuthClient[], csrf: string): SafeHtml {
+function clientTable(clients: ConsoleAppFragment[], csrf: string): SafeHtml {
   return html`<table>
     <thead>
       <tr>
@@ -470,7 +628,24 @@ function clientTable(clients: OAuthClient[], csrf: string): SafeHtml {
             <td>${c.confidential ? 'confidential' : 'public'}</td>
             <td>${c.grantTypes.join(', ')}</td>
             <td>${c.scopes.join(' ')}</td>
-            <td>${c.redirectUris.map((u) => html`<code>${u}</code><br />`)}</td>
+            <td>
+              <details class="redirect-uris">
+                <summary>
+                  ${c.redirectUris.map((u) => html`<code>${u}</code><br />`)}${c.redirectUris.length === 0 ? 'none' : ''}
+                </summary>
+                <form
+                  method="post"
+                  action="/console/clients/${c.clientId}/redirect-uris"
+                  class="edit-redirect-uris"
+                >
+                  ${hidden('csrf', csrf)}
+                  <label for="redirect-uris-${c.clientId}">Redirect URIs (one per line, exact match)</label
+                  ><textarea id="redirect-uris-${c.clientId}" name="redirect_uris" rows="3">
+${c.redirectUris.join('\n')}</textarea>
+                  <button type="submit" class="secondary">Save redirect URIs</button>
+                </form>
+              </details>
+            </td>
             <td>
               ${c.confidential ? html`<form method="post" action="/console/clients/${c.clientId}/rotate-secret">${hidden('csrf', csrf)}<button type="submit" class="secondary">Rotate secret</button></form>` : ''}
               <form method="post" action="/console/clients/${c.clientId}/delete">
@@ -483,7 +658,19 @@ function clientTable(clients: OAuthClient[], csrf: string): SafeHtml {
   </table>`;
 }
 
-function keyTable(keys: ApiKey[], csrf: string, now: Date): SafeHtml {
+function keyStatus(k: ConsoleKeyFragment): string {
+  if (k.revokedAt) return `revoked ${k.revokedAt}`;
+  if (!k.active) return `expired ${k.expiresAt ?? ''}`;
+  return k.expiresAt ? `expires ${k.expiresAt}` : 'active';
+}
+
+const scopeList = (scopes: readonly string[]): SafeHtml =>
+  html`<details class="scopes">
+    <summary>${scopes.length} scopes</summary>
+    ${scopes.map((s) => html`<code>${s}</code> `)}
+  </details>`;
+
+function keyTable(keys: ConsoleKeyFragment[], csrf: string): SafeHtml {
   return html`<table>
     <thead>
       <tr>
@@ -497,36 +684,67 @@ function keyTable(keys: ApiKey[], csrf: string, now: Date): SafeHtml {
       </tr>
     </thead>
     <tbody>
-      ${keys.map((k) => {
-        const active = isKeyActive(k, now);
-        return html`<tr data-key-id="${k.id}">
-          <td>${k.name}</td>
-          <td><code>${k.prefix}…</code></td>
-          <td>
-            <details class="scopes">
-              <summary>${k.scopes.length} scopes</summary>
-              ${k.scopes.map((s) => html`<code>${s}</code> `)}
-            </details>
-          </td>
-          <td>${k.createdAt.toISOString()}</td>
-          <td>${k.lastUsedAt?.toISOString() ?? 'never'}</td>
-          <td>
-            ${k.revokedAt ? 'revoked' : active ? (k.expiresAt ? `expires ${k.expiresAt.toISOString()}` : 'active') : 'expired'}
-          </td>
-          <td>
-            ${
-              active
-                ? html`<form method="post" action="/console/keys/${k.id}/rotate">
-                      ${hidden('csrf', csrf)}<button type="submit" class="secondary">Rotate</button>
-                    </form>
-                    <form method="post" action="/console/keys/${k.id}/revoke">
-                      ${hidden('csrf', csrf)}<button type="submit" class="danger">Revoke</button>
+      ${keys.map(
+        (k) =>
+          html`<tr data-key-id="${k.id}">
+            <td>${k.name}</td>
+            <td><code>${k.prefix}…</code></td>
+            <td>${scopeList(k.scopes)}</td>
+            <td>${k.createdAt}</td>
+            <td>${k.lastUsedAt ?? 'never'}</td>
+            <td>${keyStatus(k)}</td>
+            <td>
+              ${
+                k.active
+                  ? html`<form method="post" action="/console/keys/${k.id}/rotate">
+                        ${hidden('csrf', csrf)}<button type="submit" class="secondary">Rotate</button>
+                      </form>
+                      <form method="post" action="/console/keys/${k.id}/revoke">
+                        ${hidden('csrf', csrf)}<button type="submit" class="danger">Revoke</button>
+                      </form>`
+                  : ''
+              }
+            </td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+function sandboxTable(keys: ConsoleKeyFragment[], csrf: string): SafeHtml {
+  return html`<table id="sandbox-key-list">
+    <thead>
+      <tr>
+        <th>Prefix</th>
+        <th>Scopes</th>
+        <th>Created</th>
+        <th>Last used</th>
+        <th>Status</th>
+        <th></th>
+      </tr>
+    </thead>
+    <tbody>
+      ${keys.map(
+        (k) =>
+          html`<tr data-key-id="${k.id}">
+            <td><code>${k.prefix}…</code></td>
+            <td>${scopeList(k.scopes)}</td>
+            <td>${k.createdAt}</td>
+            <td>${k.lastUsedAt ?? 'never'}</td>
+            <td class="key-status">${keyStatus(k)}</td>
+            <td>
+              ${
+                k.active
+                  ? html`<form method="post" action="/console/sandbox-keys/${k.id}/revoke">
+                      ${hidden('csrf', csrf)}<button type="submit" class="danger revoke-sandbox">
+                        Revoke
+                      </button>
                     </form>`
-                : ''
-            }
-          </td>
-        </tr>`;
-      })}
+                  : ''
+              }
+            </td>
+          </tr>`,
+      )}
     </tbody>
   </table>`;
 }
@@ -536,12 +754,14 @@ interface ShownOnce {
   title: string;
   values: ReadonlyArray<readonly [string, string, string]>;
   warning: string;
+  /** Where the page links back to (the console's first page unless given). */
+  back?: string;
 }
 
 export const SHOWN_ONCE_PATH = '/console/shown-once';
 
 /** The one page that ever shows a secret; never cached, never shown again. */
-function shownOnce(reply: FastifyReply, { title, values, warning }: ShownOnce): FastifyReply {
+function shownOnce(reply: FastifyReply, { title, values, warning, back }: ShownOnce): FastifyReply {
   return sendPage(
     reply,
     200,
@@ -550,7 +770,7 @@ function shownOnce(reply: FastifyReply, { title, values, warning }: ShownOnce): 
       <h1>${title}</h1>
       <p class="warning" role="alert">${warning}</p>
       ${values.map(([label, id, value]) => html`<label>${label}</label><code class="secret" id="${id}">${value}</code><button type="button" class="secondary" data-copy="${id}">Copy</button>`)}
-      <p><a href="/console">Back to the console</a></p>
+      <p><a href="${back ?? '/console'}" id="back">Back to the console</a></p>
     </section>`,
   );
 }

@@ -100,6 +100,8 @@ const CONSOLE_PAGES: ReadonlyArray<readonly [string, string]> = [
   ['/console', 'Keys and apps'],
   ['/console/usage', 'Usage'],
   ['/console/requests', 'Request log'],
+  ['/console/webhooks', 'Webhooks'],
+  ['/console/apps', 'Connected apps'],
 ];
 
 /** The console's page links; the current one is marked for assistive technology too. */

@@ -21,6 +21,7 @@ import { tokenEndpoint } from './token-endpoint.js';
 import { userinfoEndpoint } from './userinfo-endpoint.js';
 import { oauthOpenApi } from './openapi.js';
 import { PlanChangeResolver } from './plan-change.js';
+import { AccessResolver } from './access-resolvers.js';
 
 const ASSETS: Record<string, { type: string; body: string }> = {
   'console.css': {
@@ -111,6 +112,23 @@ async function browserPages(
   app.post('/console/keys', (request, reply) => pages.createKey(request, reply));
   app.post('/console/keys/:id/rotate', (request, reply) => pages.rotateKey(request, reply));
   app.post('/console/keys/:id/revoke', (request, reply) => pages.revokeKey(request, reply));
+  app.post('/console/sandbox-keys/:id/revoke', (request, reply) => pages.revokeSandboxKey(request, reply));
+  app.post('/console/clients/:clientId/redirect-uris', (request, reply) =>
+    pages.updateRedirectUris(request, reply),
+  );
+  app.get('/console/apps', (request, reply) => pages.connectedApps(request, reply));
+  app.post('/console/apps/:clientId/revoke', (request, reply) => pages.revokeConnectedApp(request, reply));
+  const hooks = pages.webhooks;
+  app.get('/console/webhooks', (request, reply) => hooks.list(request, reply));
+  app.get('/console/webhooks/:door/:id', (request, reply) => hooks.endpoint(request, reply));
+  app.post('/console/webhooks/:door/:id/test', (request, reply) => hooks.sendTest(request, reply));
+  app.post('/console/webhooks/:door/:id/enable', (request, reply) => hooks.enable(request, reply));
+  app.post('/console/webhooks/:door/:id/rotate-secret', (request, reply) =>
+    hooks.rotateSecret(request, reply),
+  );
+  app.post('/console/webhooks/:door/:id/deliveries/:deliveryId/resend', (request, reply) =>
+    hooks.resend(request, reply),
+  );
   app.get('/console/assets/:name', async (request, reply) => {
     const asset = ASSETS[(request.params as { name: string }).name];
     if (!asset) return errorPage(reply, 404, 'Not found', 'No such asset');
@@ -132,7 +150,7 @@ export const authModule: DomainModule = {
   summary:
     'The OAuth 2.0 authorization server and OpenID Connect provider: tokens, revocation, introspection, userinfo and discovery',
   openApi: oauthOpenApi,
-  resolvers: [PlanChangeResolver],
+  resolvers: [PlanChangeResolver, AccessResolver],
   async start(services) {
     const { config, clock, logger } = services;
     const throttleStore = await openCounterStore({

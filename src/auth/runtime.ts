@@ -4,6 +4,7 @@ import { Account } from '../accounts/entities.js';
 import type { AppServices } from '../gateway/schema/context.js';
 import type { TokenVerifier } from '../gateway/doors/credentials.js';
 import type { Principal } from '../kernel/principal.js';
+import { CREDENTIAL_REVOKED } from '../kernel/events.js';
 import { isIdentityScope } from '../kernel/scopes.js';
 import { AccessTokenRecord, AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
 import { KeyStore, SIGNING_ALG } from './keys.js';
@@ -49,6 +50,7 @@ export class AuthRuntime implements TokenVerifier {
   private readonly denied = new Map<string, number>();
   private readonly cache = new Map<string, CacheEntry>();
   private refreshTimer: NodeJS.Timeout | undefined;
+  private stopListening: (() => void) | undefined;
   /** Housekeeping is scheduled on wall time (first run an hour after start); what is expired follows the clock. */
   private lastPurge = Date.now();
 
@@ -91,6 +93,14 @@ export class AuthRuntime implements TokenVerifier {
       await this.throttleStore.close();
       throw e;
     }
+    // A revocation committed anywhere (a schema mutation, another process) carries the token's
+    // expiry: deny it here as soon as the event arrives, not at the next deny-list reload.
+    this.stopListening = this.services.bus.subscribe((event) => {
+      if (event.type !== CREDENTIAL_REVOKED) return;
+      const { credentialId, expiresAt } = event.payload as { credentialId?: unknown; expiresAt?: unknown };
+      const until = typeof expiresAt === 'string' ? Date.parse(expiresAt) : NaN;
+      if (typeof credentialId === 'string' && Number.isFinite(until)) this.denied.set(credentialId, until);
+    });
     this.refreshTimer = setInterval(() => {
       // Revocations by other processes (or the CLI) arrive here within one interval.
       this.tick().catch((e) => this.services.logger.warn({ err: e }, 'auth housekeeping failed'));
@@ -101,6 +111,7 @@ export class AuthRuntime implements TokenVerifier {
   async stop(): Promise<void> {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
     this.refreshTimer = undefined;
+    this.stopListening?.();
     await this.throttleStore.close();
   }
 

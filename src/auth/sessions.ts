@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { User } from '../accounts/entities.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Principal } from '../kernel/principal.js';
-import { DEFAULT_KEY_SCOPES } from '../kernel/scopes.js';
+import { DEFAULT_KEY_SCOPES, SESSION_ONLY_SCOPES } from '../kernel/scopes.js';
 import { constantTimeEqual, newSecret, sha256Hex } from '../kernel/crypto.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
@@ -42,7 +42,11 @@ export function sessionPrincipal({ session, user }: SignedIn): Principal {
   return {
     accountId: user.account.id,
     plan: user.account.plan,
-    scopes: new Set(user.roles.includes('admin') ? [...DEFAULT_KEY_SCOPES, 'admin'] : DEFAULT_KEY_SCOPES),
+    scopes: new Set([
+      ...DEFAULT_KEY_SCOPES,
+      ...SESSION_ONLY_SCOPES,
+      ...(user.roles.includes('admin') ? ['admin'] : []),
+    ]),
     credential: { kind: 'session', id: session.id, expiresAt: session.expiresAt },
     userId: user.id,
   };

@@ -186,7 +186,8 @@ export async function revokeTokens(
     rows.map((r) => ({
       type: 'credential.revoked',
       accountId: r.accountId,
-      payload: { credentialId: r.jti },
+      // The expiry lets every process deny the token until then, whoever revoked it.
+      payload: { credentialId: r.jti, expiresAt: r.expiresAt.toISOString() },
     })),
   );
   return { denied: rows.map((r) => ({ jti: r.jti, expiresAt: r.expiresAt })), events };

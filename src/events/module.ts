@@ -12,6 +12,7 @@ import {
   WebhookEndpointPageResolver,
 } from './resolvers.js';
 import { resealLegacySecrets } from './secrets.js';
+import { WEBHOOK_TEST_EVENT } from './webhooks.js';
 import { LiveEventsResolver, liquidityFeedResolvers } from './subscriptions.js';
 
 /** Counts what this process publishes (the trace of each event is stored with it when staged). */
@@ -47,7 +48,7 @@ export const eventsModule: DomainModule = {
     // The events are committed already; deliver their webhooks now rather than at the next poll.
     const stopNudging = outbox
       ? services.bus.subscribe((event) => {
-          if (webhookDomainOf(event.type)) outbox.nudge();
+          if (webhookDomainOf(event.type) || event.type === WEBHOOK_TEST_EVENT) outbox.nudge();
         })
       : () => {};
     outbox?.start();

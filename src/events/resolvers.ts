@@ -41,7 +41,9 @@ import {
   redeliver,
   registerEndpoint,
   rotateSecret,
+  sendTestEvent,
   updateEndpoint,
+  WEBHOOK_TEST_EVENT,
 } from './webhooks.js';
 
 const WebhookEndpointConnection = Connection(WebhookEndpoint, 'WebhookEndpoint');
@@ -121,6 +123,7 @@ interface WebhookDoor {
     deliveries: string;
     delivery: string;
     redeliver: string;
+    test: string;
   };
   /** Lead of the register mutation's description; the door's event types are appended. */
   registerDescription: string;
@@ -268,6 +271,32 @@ function webhookDoorResolver(door: WebhookDoor) {
         endpointId,
       );
     }
+
+    @Mutation(() => WebhookDelivery, {
+      name: names.test,
+      description: `Sends a \`${WEBHOOK_TEST_EVENT}\` event to this endpoint only, signed and retried like any delivery; returns its delivery (PENDING). CONFLICT when the endpoint is disabled.`,
+    })
+    @gate
+    @RequiresScopes('webhooks:manage')
+    async sendTest(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<WebhookDelivery> {
+      const { delivery, event } = await sendTestEvent(
+        { em: ctx.em, ...ctx.services },
+        requirePrincipal(ctx),
+        domain,
+        id,
+      );
+      // Committed: wake the outbox worker now rather than at its next poll.
+      await ctx.services.events.publish([
+        {
+          id: event.id,
+          type: event.type,
+          occurredAt: event.occurredAt,
+          accountId: event.accountId ?? null,
+          payload: event.payload,
+        },
+      ]);
+      return delivery;
+    }
   }
   return WebhookDoorResolver;
 }
@@ -288,6 +317,7 @@ export const LiquidityWebhookResolver = webhookDoorResolver({
     deliveries: 'webhookDeliveries',
     delivery: 'webhookDelivery',
     redeliver: 'redeliverWebhook',
+    test: 'sendTestWebhookEvent',
   },
   registerDescription: 'Registers an endpoint for liquidity events',
 });
@@ -307,6 +337,7 @@ export const PortOpsWebhookResolver = webhookDoorResolver({
     deliveries: 'webhookSubscriptionDeliveries',
     delivery: 'webhookSubscriptionDelivery',
     redeliver: 'redeliverWebhookSubscription',
+    test: 'sendTestWebhookSubscriptionEvent',
   },
   registerDescription: 'Subscribes an endpoint to port-operations events of your account',
 });

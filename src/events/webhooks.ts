@@ -9,6 +9,7 @@ import type { Principal } from '../kernel/principal.js';
 import { hasScope } from '../kernel/scopes.js';
 import { WEBHOOK_READ_SCOPE, WEBHOOK_TYPES, WebhookDomain } from './catalog.js';
 import {
+  EventRecord,
   WebhookDelivery,
   WebhookDeliveryAttempt,
   WebhookDeliveryStatus,
@@ -354,4 +355,59 @@ export async function redeliver(
     );
   await em.refresh(delivery);
   return delivery;
+}
+
+/** The type of the event `sendTestWebhookEvent` sends: never staged by a change, never a live event. */
+export const WEBHOOK_TEST_EVENT = 'webhook.test';
+
+/**
+ * A test event to one endpoint: an event record of type `webhook.test`, already dispatched, and
+ * one PENDING delivery to that endpoint only, in one transaction. The outbox worker then sends it
+ * like any delivery (same body shape, both signature headers, retries, attempt log), so a receiver
+ * checks its signature verification and the console shows the attempts. Returns the delivery and
+ * the event to publish after commit (it only nudges the worker: no live feed carries this type).
+ */
+export async function sendTestEvent(
+  { em, clock }: Pick<ServiceDeps, 'em' | 'clock'>,
+  principal: Principal,
+  domain: WebhookDomain,
+  endpointId: string,
+): Promise<{ delivery: WebhookDelivery; event: EventRecord }> {
+  return em.transactional(async (tx) => {
+    const endpoint = await getEndpoint(tx, principal, domain, endpointId);
+    if (endpoint.status === WebhookEndpointStatus.DISABLED) {
+      throw conflict(
+        `Webhook endpoint ${endpoint.id} is disabled (${endpoint.disabledReason ?? 'no reason recorded'}); enable it first`,
+        { endpointId: endpoint.id },
+      );
+    }
+    const now = clock.now();
+    const event = tx.create(EventRecord, {
+      type: WEBHOOK_TEST_EVENT,
+      occurredAt: now,
+      accountId: principal.accountId,
+      payload: {
+        test: true,
+        endpoint_id: endpoint.id,
+        domain,
+        message: 'A test event: no data changed. Answer with a 2xx status to mark it delivered.',
+      },
+      dispatchedAt: now,
+      relay: false,
+    });
+    // The delivery references the event row (no relation MikroORM could order the inserts by).
+    await tx.persist(event).flush();
+    const delivery = tx.create(WebhookDelivery, {
+      endpoint,
+      eventId: event.id,
+      eventType: WEBHOOK_TEST_EVENT,
+      status: WebhookDeliveryStatus.PENDING,
+      attempts: 0,
+      attemptsAtRedelivery: 0,
+      nextAttemptAt: now,
+      createdAt: now,
+    });
+    tx.persist(delivery);
+    return { delivery, event };
+  });
 }

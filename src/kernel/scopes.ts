@@ -26,6 +26,8 @@ export const SCOPES = {
   'write:watchlists': 'Manage watchlists and their alert configuration',
   'write:scoring_profiles': 'Create and manage custom scoring profiles',
   'export:liquidity': 'Bulk-export liquidity data',
+  'credentials:manage':
+    'Manage API keys, sandbox keys, OAuth apps and connected apps (console sessions only)',
   admin: 'Full administrative access',
 } as const;
 
@@ -33,8 +35,16 @@ export type Scope = keyof typeof SCOPES;
 
 export const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
 
-/** Every scope except `admin`: what a new API key gets when no scopes are named. */
-export const DEFAULT_KEY_SCOPES: Scope[] = ALL_SCOPES.filter((s) => s !== 'admin');
+/**
+ * Scopes only a signed-in user's console session carries: managing credentials is done by people,
+ * not by credentials. A key or token that names one still gets FORBIDDEN (src/auth/access.ts).
+ */
+export const SESSION_ONLY_SCOPES: Scope[] = ['credentials:manage'];
+
+/** Every scope except `admin` and the session-only ones: what a new API key gets when no scopes are named. */
+export const DEFAULT_KEY_SCOPES: Scope[] = ALL_SCOPES.filter(
+  (s) => s !== 'admin' && !SESSION_ONLY_SCOPES.includes(s),
+);
 
 /**
  * OpenID Connect identity scopes. They say what an application may learn about the user who

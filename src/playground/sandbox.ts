@@ -26,7 +26,7 @@ import type { ServiceDeps } from '../kernel/deps.js';
  */
 export const SANDBOX_KEY_PREFIX = 'tg_sandbox_';
 
-const EXCLUDED: readonly Scope[] = ['admin', 'webhooks:manage', 'export:liquidity'];
+const EXCLUDED: readonly Scope[] = ['admin', 'webhooks:manage', 'export:liquidity', 'credentials:manage'];
 export const SANDBOX_SCOPES: readonly Scope[] = ALL_SCOPES.filter((s) => !EXCLUDED.includes(s));
 
 export interface SandboxKey {
@@ -86,14 +86,14 @@ export async function createSandboxKey(
     return { key, secret, sandbox };
   } catch (e) {
     if (!(e instanceof AppError) || e.code !== 'CONFLICT') throw e;
-    // Sandbox keys cannot be revoked by hand: say when the next one frees up instead.
+    // Say when the next one frees up, and that revoking one (console, Keys and apps) frees one now.
     const oldest = await em.findOne(
       ApiKey,
       { account: sandbox.id, revokedAt: null, expiresAt: { $gt: clock.now() } },
       { orderBy: { expiresAt: 'asc' } },
     );
     throw conflict(
-      `Your sandbox already has ${config.sandboxMaxActiveKeys} unexpired sandbox keys (the limit); the oldest expires at ${oldest?.expiresAt?.toISOString() ?? 'soon'}`,
+      `Your sandbox already has ${config.sandboxMaxActiveKeys} unexpired sandbox keys (the limit); the oldest expires at ${oldest?.expiresAt?.toISOString() ?? 'soon'}, or revoke one under Keys and apps in the console`,
       { limit: config.sandboxMaxActiveKeys, nextFreeAt: oldest?.expiresAt?.toISOString() ?? null },
     );
   }
