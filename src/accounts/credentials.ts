@@ -1,6 +1,7 @@
 import type { Database } from '../db/orm.js';
 import type { CredentialResolver, TokenVerifier } from '../gateway/doors/credentials.js';
 import type { Clock } from '../kernel/clock.js';
+import { Lru } from '../kernel/lru.js';
 import { sha256Hex } from '../kernel/crypto.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import type { Principal } from '../kernel/principal.js';
@@ -10,7 +11,6 @@ import { API_KEY_PREFIX, findKeyBySecret, isKeyActive } from './service.js';
 interface CachedKey {
   principal: Principal;
   keyId: string;
-  cachedUntil: number;
 }
 
 const MAX_CACHED_KEYS = 10_000;
@@ -23,9 +23,10 @@ const MAX_CACHED_KEYS = 10_000;
  * through `invalidateKey`; the cache TTL bounds anything else.
  */
 export class AccountCredentials implements CredentialResolver {
-  private readonly keyCache = new Map<string, CachedKey>();
-  /** SHA-256 of presented keys that were refused, until when the refusal may be reused. */
-  private readonly refusedKeys = new Map<string, number>();
+  /** Verified keys by SHA-256, each for the cache TTL. */
+  private readonly keyCache: Lru<string, CachedKey>;
+  /** SHA-256 of presented keys that were refused, each refusal reused for the cache TTL. */
+  private readonly refusedKeys: Lru<string, true>;
   private readonly pendingLastUsed = new Map<string, Date>();
   private readonly verifiers: TokenVerifier[] = [];
   /**
@@ -40,8 +41,11 @@ export class AccountCredentials implements CredentialResolver {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-    private readonly cacheTtlMs: number,
-  ) {}
+    cacheTtlMs: number,
+  ) {
+    this.keyCache = new Lru({ maxEntries: MAX_CACHED_KEYS, ttlMs: cacheTtlMs, clock });
+    this.refusedKeys = new Lru({ maxEntries: MAX_CACHED_KEYS, ttlMs: cacheTtlMs, clock });
+  }
 
   addTokenVerifier(verifier: TokenVerifier): void {
     this.verifiers.push(verifier);
@@ -68,16 +72,15 @@ export class AccountCredentials implements CredentialResolver {
   private resolveApiKey(secret: string, hash: string): MaybePromise<Principal | null> {
     const now = this.clock.now();
     const cached = this.keyCache.get(hash);
-    if (cached && cached.cachedUntil > now.getTime()) {
+    if (cached) {
       const expiresAt = cached.principal.credential.expiresAt;
       if (!expiresAt || expiresAt > now) {
         this.noteUsed(cached.keyId, now);
         return cached.principal;
       }
+      this.keyCache.delete(hash);
     }
-    this.keyCache.delete(hash);
-    const refusedUntil = this.refusedKeys.get(hash);
-    if (refusedUntil !== undefined && refusedUntil > now.getTime()) return null;
+    if (this.refusedKeys.get(hash)) return null;
     return this.lookUpApiKey(secret, hash, now);
   }
 
@@ -86,8 +89,7 @@ export class AccountCredentials implements CredentialResolver {
     if (!key || !isKeyActive(key, now)) {
       // Unknown, revoked and expired keys never become valid again: remember the refusal briefly
       // so a client retrying a dead key (or someone guessing) does not cost a query per request.
-      if (this.refusedKeys.size >= MAX_CACHED_KEYS) this.refusedKeys.clear();
-      this.refusedKeys.set(hash, now.getTime() + this.cacheTtlMs);
+      this.refusedKeys.set(hash, true);
       return null;
     }
     const owner = key.account.sandboxOf
@@ -95,23 +97,20 @@ export class AccountCredentials implements CredentialResolver {
       : undefined;
     if (owner === null) return null;
     const principal = principalForKey(key, owner);
-    if (this.keyCache.size >= MAX_CACHED_KEYS) {
-      const oldest = this.keyCache.keys().next().value;
-      if (oldest !== undefined) this.keyCache.delete(oldest);
-    }
-    this.keyCache.set(hash, { principal, keyId: key.id, cachedUntil: now.getTime() + this.cacheTtlMs });
+    this.keyCache.set(hash, { principal, keyId: key.id });
     this.noteUsed(key.id, now);
     return principal;
   }
 
   /** Drops a key from the cache (called on revoke/rotate, here or — via the bus — elsewhere). */
   invalidateKey(keyId: string): void {
-    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
+    this.keyCache.deleteWhere((entry) => entry.keyId === keyId);
   }
 
   invalidateAccount(accountId: string): void {
-    for (const [hash, { principal }] of this.keyCache)
-      if (principal.accountId === accountId || principal.sandboxOf === accountId) this.keyCache.delete(hash);
+    this.keyCache.deleteWhere(
+      ({ principal }) => principal.accountId === accountId || principal.sandboxOf === accountId,
+    );
     for (const verifier of this.verifiers) verifier.forgetAccount(accountId);
   }
 

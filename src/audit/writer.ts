@@ -2,6 +2,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { Platform } from '@mikro-orm/core';
 import type { Database } from '../db/orm.js';
 import { sha256Hex } from '../kernel/crypto.js';
+import { Lru } from '../kernel/lru.js';
 import type { AuditEntry, AuditLog } from '../gateway/schema/context.js';
 import { AuditRecord } from './entities.js';
 
@@ -41,7 +42,6 @@ export function sessionFingerprint(
   let fingerprint = recentFingerprints.get(seen);
   if (fingerprint === undefined) {
     fingerprint = sha256Hex(`${credentialId}|${ip ? ipPrefix(ip) : ''}|${userAgent ?? ''}`).slice(0, 32);
-    if (recentFingerprints.size >= 1_000) recentFingerprints.clear();
     recentFingerprints.set(seen, fingerprint);
   }
   lastFingerprint = { credentialId, ip, userAgent, fingerprint };
@@ -58,7 +58,7 @@ let lastFingerprint:
   | undefined;
 
 /** A session makes many calls in a row: remember its fingerprint instead of hashing each time. */
-const recentFingerprints = new Map<string, string>();
+const recentFingerprints = new Lru<string, string>({ maxEntries: 1_000 });
 
 const COLUMNS = [
   'at',

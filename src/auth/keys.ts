@@ -8,6 +8,7 @@ import {
   type JWK,
 } from 'jose';
 import type { Clock } from '../kernel/clock.js';
+import { Lru } from '../kernel/lru.js';
 import type { SecretBox } from '../kernel/secret-box.js';
 import { SigningKey, type SealedJwk } from './entities.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from './lifetimes.js';
@@ -108,7 +109,8 @@ const MISSING_KID_RELOAD_MS = 1000;
  * a second so random kids cannot turn into a query per request.
  */
 export class KeyStore {
-  private readonly imported = new Map<string, CryptoKey>();
+  /** Imported keys (`private:<kid>`, `public:<kid>`): one pair per signing key ever made, bounded as a guard. */
+  private readonly imported = new Lru<string, CryptoKey>({ maxEntries: 1000 });
   private lastReload = 0;
 
   constructor(

@@ -6,6 +6,7 @@ import type { TokenVerifier } from '../gateway/doors/credentials.js';
 import type { Principal } from '../kernel/principal.js';
 import { CREDENTIAL_REVOKED } from '../kernel/events.js';
 import { isIdentityScope } from '../kernel/scopes.js';
+import { Lru } from '../kernel/lru.js';
 import { AccessTokenRecord, AuthorizationCode, AuthSession, RefreshToken } from './entities.js';
 import { KeyStore, SIGNING_ALG } from './keys.js';
 import type { CounterStore } from '../kernel/counters.js';
@@ -46,9 +47,13 @@ export class AuthRuntime implements TokenVerifier {
   readonly issuer: Issuer;
   readonly loginThrottle: FailureThrottle;
   readonly clientThrottle: FailureThrottle;
-  /** jti → expiry (ms). Entries are dropped once the token would have expired anyway. */
+  /**
+   * jti → expiry (ms). Not a cache: every entry must stay until the token would have expired
+   * anyway, when reloadDenyList drops it.
+   */
   private readonly denied = new Map<string, number>();
-  private readonly cache = new Map<string, CacheEntry>();
+  /** Verified tokens, by the token; an entry ends with its token (exp) or is dropped for room. */
+  private readonly cache = new Lru<string, CacheEntry>({ maxEntries: MAX_CACHED_TOKENS });
   private refreshTimer: NodeJS.Timeout | undefined;
   private stopListening: (() => void) | undefined;
   /** Housekeeping is scheduled on wall time (first run an hour after start); what is expired follows the clock. */
@@ -164,8 +169,7 @@ export class AuthRuntime implements TokenVerifier {
   }
 
   forgetAccount(accountId: string): void {
-    for (const [token, entry] of this.cache)
-      if (entry.token.accountId === accountId) this.cache.delete(token);
+    this.cache.deleteWhere((entry) => entry.token.accountId === accountId);
   }
 
   /** The token's claims, or null when it is malformed, forged, expired or revoked. */
@@ -176,26 +180,26 @@ export class AuthRuntime implements TokenVerifier {
   private async verifyEntry(token: string): Promise<CacheEntry | null> {
     const now = this.services.clock.now().getTime();
     let entry = this.cache.get(token);
-    if (entry) {
-      // Re-insert so the map's order stays least-recently-used first.
-      this.cache.delete(token);
-    } else {
+    const cached = entry !== undefined;
+    if (!entry) {
       const verified = await this.verifySignature(token);
       if (!verified) return null;
       const principal = await this.principalFor(verified);
       if (!principal) return null;
       entry = { token: verified, principal, planCheckedAt: now };
     }
-    if (entry.token.exp * 1000 <= now || this.denied.has(entry.token.jti)) return null;
+    if (entry.token.exp * 1000 <= now || this.denied.has(entry.token.jti)) {
+      this.cache.delete(token);
+      return null;
+    }
     if (now - entry.planCheckedAt > this.services.config.credentialCacheTtlMs) {
       const principal = await this.principalFor(entry.token);
-      if (!principal) return null;
+      if (!principal) {
+        this.cache.delete(token);
+        return null;
+      }
       entry = { ...entry, principal, planCheckedAt: now };
-    }
-    if (this.cache.size >= MAX_CACHED_TOKENS) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
-    }
+    } else if (cached) return entry;
     this.cache.set(token, entry);
     return entry;
   }

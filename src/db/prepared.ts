@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityClass, EntityData, EntityMetadata } from '@mikro-orm/core';
+import { Lru } from '../kernel/lru.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import { jsonPropsOf, plainEntities } from './plain.js';
 
@@ -20,10 +21,16 @@ import { jsonPropsOf, plainEntities } from './plain.js';
  */
 
 type Direction = 'asc' | 'desc';
+/** Most SQL texts, and statements per connection, kept prepared (the code has about a hundred shapes). */
+const MAX_STATEMENTS = 1000;
 type Range = '$gte' | '$gt' | '$lt' | '$lte';
 const RANGE_SQL: Record<Range, string> = { $gte: '>=', $gt: '>', $lt: '<', $lte: '<=' };
 
-const texts = new Map<string, string>();
+/**
+ * The SQL text of each read shape (table, filter terms, order, batch size). Shapes come from the
+ * code, so they are few; the bound is a guard.
+ */
+const texts = new Lru<string, string>({ maxEntries: MAX_STATEMENTS });
 
 function columnOf(meta: EntityMetadata, prop: string): string {
   const column = meta.properties[prop as keyof typeof meta.properties]?.fieldNames?.[0];
@@ -95,9 +102,11 @@ interface SqliteRead {
 }
 
 /** Statements prepared on each SQLite connection, by SQL text, with their row mapper. */
-const sqliteStatements = new WeakMap<object, Map<string, SqliteRead>>();
+const sqliteStatements = new WeakMap<object, Lru<string, SqliteRead>>();
 /** PostgreSQL: the `$n` text and the statement name of each SQL text (pg prepares a name once per connection). */
-const pgStatements = new Map<string, { name: string; text: string }>();
+const pgStatements = new Lru<string, { name: string; text: string }>({ maxEntries: MAX_STATEMENTS });
+/** Names pg statements: never reused, so a text evicted and seen again cannot take another's name. */
+let pgStatementCount = 0;
 
 /** Bound values as knex's better-sqlite3 client converts them: dates to epoch ms, booleans to 0/1. */
 function sqliteValue(value: unknown): unknown {
@@ -110,7 +119,7 @@ function pgStatement(sql: string): { name: string; text: string } {
   let statement = pgStatements.get(sql);
   if (!statement) {
     let n = 0;
-    statement = { name: `tidegate_read_${pgStatements.size + 1}`, text: sql.replace(/\?/g, () => `$${++n}`) };
+    statement = { name: `tidegate_read_${++pgStatementCount}`, text: sql.replace(/\?/g, () => `$${++n}`) };
     pgStatements.set(sql, statement);
   }
   return statement;
@@ -226,7 +235,11 @@ async function read<T extends object>(
     pg: (rows) => objectsRead(em, entity, meta, rows, extra),
     sqlite: (connection) => {
       let statements = sqliteStatements.get(connection);
-      if (!statements) sqliteStatements.set(connection, (statements = new Map()));
+      if (!statements)
+        sqliteStatements.set(
+          connection,
+          (statements = new Lru<string, SqliteRead>({ maxEntries: MAX_STATEMENTS })),
+        );
       let prepared = statements.get(sql);
       if (!prepared) {
         const statement = (connection as SqliteConnection).prepare(sql).raw(true);

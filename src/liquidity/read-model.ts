@@ -8,6 +8,7 @@ import { findPlain } from '../db/plain.js';
 import { readVersion, type ReadModelVersions } from '../db/versions.js';
 import type {} from '../gateway/schema/context.js';
 import type { DomainEvent } from '../kernel/events.js';
+import { Lru } from '../kernel/lru.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import { FREQUENCY_DAYS, LiquidityDay, Protocol, ProtocolCategory, type LiquidityTier } from './entities.js';
 import { redemptionComponent, type Tier } from './engine/score.js';
@@ -200,16 +201,15 @@ export class Published {
     }
   }
 
-  private readonly memo = new Map<string, unknown>();
+  private readonly memo = new Lru<string, unknown>({ maxEntries: MEMO_LIMIT });
 
   /**
    * A value derived from this snapshot alone (e.g. every latest score under one scoring profile),
-   * computed once per snapshot. Bounded: profiles are per account, so the cache is cleared past
-   * MEMO_LIMIT entries rather than growing with the number of profiles read.
+   * computed once per snapshot. Bounded: profiles are per account, so the least recently used
+   * goes past MEMO_LIMIT entries rather than the cache growing with the number of profiles read.
    */
   derived<T>(key: string, compute: () => T): T {
     if (this.memo.has(key)) return this.memo.get(key) as T;
-    if (this.memo.size >= MEMO_LIMIT) this.memo.clear();
     const value = compute();
     this.memo.set(key, value);
     return value;

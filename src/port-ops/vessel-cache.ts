@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type {} from '../gateway/schema/context.js';
 import type { Clock } from '../kernel/clock.js';
-import { TtlCache } from '../kernel/ttl-cache.js';
+import { Lru } from '../kernel/lru.js';
 import { Vessel } from './entities.js';
 
 /**
@@ -39,10 +39,10 @@ declare module '../gateway/schema/context.js' {
 }
 
 export class VesselCache {
-  private readonly cache: TtlCache<string, Vessel | null>;
+  private readonly cache: Lru<string, Vessel | null>;
 
   constructor(clock: Clock) {
-    this.cache = new TtlCache(VESSEL_CACHE_TTL_MS, MAX_ENTRIES, clock);
+    this.cache = new Lru({ maxEntries: MAX_ENTRIES, ttlMs: VESSEL_CACHE_TTL_MS, clock });
   }
 
   /**

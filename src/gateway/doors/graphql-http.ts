@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod 
 import Negotiator from 'negotiator';
 import { AppError } from '../../kernel/errors.js';
 import { andThen, isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
+import { Lru } from '../../kernel/lru.js';
 import { jsonOf } from '../pipeline/answers.js';
 import type { AppServices, OperationMeta } from '../schema/context.js';
 import { formatGraphQLError } from '../pipeline/errors.js';
@@ -35,7 +36,8 @@ interface HttpContext {
 }
 
 const MEDIA_TYPES = ['application/json; charset=utf-8', 'application/graphql-response+json; charset=utf-8'];
-const negotiated = new Map<string, string | null>();
+/** Accept headers seen, with the media type chosen: clients send a few, the bound keeps it so. */
+const negotiated = new Lru<string, string | null>({ maxEntries: 100 });
 
 /** Apollo's choice of response media type for a single result, memoised per Accept header. */
 function responseType(accept: string | undefined): string | null {
@@ -43,7 +45,6 @@ function responseType(accept: string | undefined): string | null {
   let type = negotiated.get(accept);
   if (type === undefined) {
     type = new Negotiator({ headers: { accept } }).mediaType(MEDIA_TYPES) ?? null;
-    if (negotiated.size > 100) negotiated.clear();
     negotiated.set(accept, type);
   }
   return type;

@@ -11,7 +11,7 @@ import {
 } from 'graphql';
 import { isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
 import type { Principal } from '../../kernel/principal.js';
-import { RecencyMap } from '../../kernel/recency.js';
+import { Lru } from '../../kernel/lru.js';
 import type { AppServices } from '../schema/context.js';
 
 /*
@@ -129,25 +129,27 @@ export type AnswerOutcome = 'hit' | 'miss' | 'joined';
 interface Kept {
   version: string;
   result: ExecutionResult;
-  bytes: number;
 }
 
 /**
  * The kept results, bounded by their size as JSON (ANSWER_CACHE_MB), least recently used dropped
- * first (nearly, see RecencyMap). Concurrent misses for one key and version share one execution.
+ * first (nearly, see src/kernel/lru.ts). Concurrent misses for one key and version share one
+ * execution.
  */
 export class AnswerCache {
-  private readonly kept = new RecencyMap<Kept>();
+  private readonly kept: Lru<string, Kept>;
+  /** Executions in flight: each is deleted when it settles, so this is no cache. */
   private readonly running = new Map<string, Promise<ExecutionResult>>();
-  private bytes = 0;
 
   constructor(
     private readonly maxBytes: number,
     private readonly observe: (source: string, outcome: AnswerOutcome) => void = () => undefined,
-  ) {}
+  ) {
+    this.kept = new Lru<string, Kept>({ maxBytes });
+  }
 
   get size(): { entries: number; bytes: number } {
-    return { entries: this.kept.size, bytes: this.bytes };
+    return { entries: this.kept.size, bytes: this.kept.bytes };
   }
 
   /**
@@ -209,20 +211,13 @@ export class AnswerCache {
   private keep(key: string, version: string, result: ExecutionResult): void {
     const text = JSON.stringify(result.data);
     const bytes = text?.length ?? 0;
+    // Larger than the whole bound: not kept (the cache would refuse it after the freeze below).
     if (bytes > this.maxBytes) return;
-    const previous = this.kept.delete(key);
-    if (previous) this.bytes -= previous.bytes;
-    while (this.bytes + bytes > this.maxBytes) {
-      const oldest = this.kept.shift();
-      if (!oldest) break;
-      this.bytes -= oldest[1].bytes;
-    }
     // Frozen: every request shares this object, and nothing downstream may change it.
     const data = deepFreeze(result.data);
     // Its JSON is already written: the first request it serves need not write it again.
     if (data && text !== undefined) keptJson.set(data, text);
-    this.kept.set(key, { version, result: { data }, bytes });
-    this.bytes += bytes;
+    this.kept.set(key, { version, result: { data } }, bytes);
   }
 }
 
@@ -270,14 +265,14 @@ export function jsonOf(value: unknown): string {
   return text === '' ? '{}' : text + '}';
 }
 
-const quotedKeys = new Map<string, string>();
+const quotedKeys = new Lru<string, string>({ maxEntries: 64 });
 
 /** An envelope's member name as JSON (`"data"`): few names, written once each. */
 function quotedKey(key: string): string {
   let quoted = quotedKeys.get(key);
   if (quoted === undefined) {
     quoted = JSON.stringify(key);
-    if (quotedKeys.size < 64) quotedKeys.set(key, quoted);
+    quotedKeys.set(key, quoted);
   }
   return quoted;
 }

@@ -22,7 +22,7 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { AppError, isAppError, withHeaders } from '../../kernel/errors.js';
 import { andThen, isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
 import type { Principal } from '../../kernel/principal.js';
-import { RecencyMap } from '../../kernel/recency.js';
+import { Lru } from '../../kernel/lru.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
 import { AnswerCache, answerSourceOf, keptWith, type AnswerSource, type Keepable } from './answers.js';
 import {
@@ -125,31 +125,14 @@ const MAX_PREPARED = 1000;
 const MAX_REJECTED = 500;
 const COSTS_PER_OPERATION = 64;
 
-/** A RecencyMap bounded by count: an insert past the bound drops the least recently used. */
-class Lru<V> {
-  private readonly map = new RecencyMap<V>();
-  constructor(private readonly max: number) {}
-
-  get(key: string): V | undefined {
-    return this.map.get(key);
-  }
-
-  set(key: string, value: V): void {
-    if (this.map.size >= this.max) this.map.shift();
-    this.map.set(key, value);
-  }
-
-  get size(): number {
-    return this.map.size;
-  }
-}
-
 export class Operations {
-  private readonly prepared = new Lru<PreparedOperation | RejectedOperation>(MAX_PREPARED);
-  private readonly rejected = new Lru<RejectedOperation>(MAX_REJECTED);
+  private readonly prepared = new Lru<string, PreparedOperation | RejectedOperation>({
+    maxEntries: MAX_PREPARED,
+  });
+  private readonly rejected = new Lru<string, RejectedOperation>({ maxEntries: MAX_REJECTED });
   private readonly rules: readonly ValidationRule[];
   private readonly answers: AnswerCache | undefined;
-  private readonly costs = new WeakMap<PreparedOperation, Map<string, number>>();
+  private readonly costs = new WeakMap<PreparedOperation, Lru<string, number>>();
   private preparedCount = 0;
 
   constructor(
@@ -331,11 +314,11 @@ export class Operations {
     if (key === undefined)
       return estimateCost(this.schema, prepared.document, prepared.definition, variables);
     let known = this.costs.get(prepared);
-    if (!known) this.costs.set(prepared, (known = new Map()));
+    if (!known)
+      this.costs.set(prepared, (known = new Lru<string, number>({ maxEntries: COSTS_PER_OPERATION })));
     let cost = known.get(key);
     if (cost === undefined) {
       cost = estimateCost(this.schema, prepared.document, prepared.definition, variables);
-      if (known.size >= COSTS_PER_OPERATION) known.clear();
       known.set(key, cost);
     }
     return cost;

@@ -3,7 +3,6 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ErrorsAreMissesCache,
-  InMemoryLRUCache,
   type KeyValueCache,
   type KeyValueCacheSetOptions,
 } from '@apollo/utils.keyvaluecache';
@@ -19,7 +18,9 @@ import {
 } from 'graphql';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../config.js';
+import { systemClock, type Clock } from '../../kernel/clock.js';
 import { AppError } from '../../kernel/errors.js';
+import { Lru } from '../../kernel/lru.js';
 import { fastFailingRedis } from '../../kernel/counters.js';
 import { usedFragments } from '../doors/rest.js';
 
@@ -47,6 +48,31 @@ export class RedisKeyValueCache implements KeyValueCache<string> {
   }
 }
 
+/** Most bytes of query text the in-process APQ store holds (the sum of the queries' lengths). */
+export const APQ_MAX_BYTES = 8 * 1024 * 1024;
+
+/** Apollo's automatic persisted queries in this process: the kernel's LRU, bounded by bytes. */
+export class LruKeyValueCache implements KeyValueCache<string> {
+  private readonly queries: Lru<string, string>;
+
+  constructor(maxBytes: number, clock: Clock = systemClock) {
+    this.queries = new Lru<string, string>({ maxBytes, clock });
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    return this.queries.get(key);
+  }
+
+  async set(key: string, value: string, options?: KeyValueCacheSetOptions): Promise<void> {
+    // Apollo's ttl is in seconds; none (or null) keeps the entry until it is the one evicted.
+    this.queries.set(key, value, value.length, options?.ttl ? options.ttl * 1000 : undefined);
+  }
+
+  async delete(key: string): Promise<boolean> {
+    return this.queries.delete(key);
+  }
+}
+
 export interface PersistedOperations {
   /** The APQ store passed to Apollo's `persistedQueries.cache`. */
   cache: KeyValueCache<string>;
@@ -67,7 +93,7 @@ export async function persistedOperations(
   const trusted = config.trustedDocuments ? TrustedDocuments.load() : undefined;
   if (!config.redisUrl) {
     return {
-      cache: new InMemoryLRUCache<string>({ maxSize: 8 * 1024 * 1024 }),
+      cache: new LruKeyValueCache(APQ_MAX_BYTES),
       trusted,
       close: async () => {},
     };
@@ -99,7 +125,7 @@ export async function persistedOperations(
 export class TrustedDocuments {
   private readonly hashes: ReadonlySet<string>;
   /** Sources and documents already judged: clients repeat the same few. */
-  private readonly judgedSources = new Map<string, boolean>();
+  private readonly judgedSources = new Lru<string, boolean>({ maxEntries: 10_000 });
   private readonly judgedOperations = new WeakMap<OperationDefinitionNode, boolean>();
 
   constructor(documents: Iterable<DocumentNode>) {
@@ -133,7 +159,6 @@ export class TrustedDocuments {
       }
       const operation = document && getOperationAST(document, operationName);
       verdict = !!operation && this.allowsDocument(document!, operation);
-      if (this.judgedSources.size >= 10_000) this.judgedSources.clear();
       this.judgedSources.set(key, verdict);
     }
     return verdict;

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { Lru } from '../../kernel/lru.js';
 
 /**
  * Liquidity scoring, methodology 1.7. Pure functions: no database, no clock — the same inputs,
@@ -109,14 +110,13 @@ export const round2 = (x: number): number => Math.round(x * 100) / 100;
 const clamp = (x: number, lo = 0, hi = 100): number => Math.min(hi, Math.max(lo, x));
 const DAY_MS = 86_400_000;
 
-const dayNumbers = new Map<string, number>();
+const dayNumbers = new Lru<string, number>({ maxEntries: 100_000 });
 
 /** Days since the epoch of a `YYYY-MM-DD` date, memoised: scoring a year of history parses the same few hundred dates. */
 function dayNumber(date: string): number {
   let n = dayNumbers.get(date);
   if (n === undefined) {
     n = Math.round(Date.parse(`${date}T00:00:00Z`) / DAY_MS);
-    if (dayNumbers.size > 100_000) dayNumbers.clear();
     dayNumbers.set(date, n);
   }
   return n;
@@ -213,7 +213,7 @@ export function confidence(i: ScoreInputs): Confidence {
   return { level: score >= 80 ? 'HIGH' : score >= 50 ? 'MEDIUM' : 'LOW', score, freshness, completeness };
 }
 
-const sortedKeyCache = new Map<string, string[]>();
+const sortedKeyCache = new Lru<string, string[]>({ maxEntries: 1000 });
 
 /** Sorted keys, memoised per key set: the engine hashes the same few shapes over and over. */
 function sortedKeys(value: Record<string, unknown>): string[] {
@@ -222,7 +222,7 @@ function sortedKeys(value: Record<string, unknown>): string[] {
   let sorted = sortedKeyCache.get(signature);
   if (!sorted) {
     sorted = [...keys].sort();
-    if (sortedKeyCache.size < 1000) sortedKeyCache.set(signature, sorted);
+    sortedKeyCache.set(signature, sorted);
   }
   return sorted;
 }
