@@ -300,7 +300,13 @@ export class ConsolePages {
     const now = this.runtime.services.clock.now();
     const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
     const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-    return em.count(AuditRecord, { accountId, at: { $gte: start, $lt: end } });
+    // The console's own reads (door `console`, one per page view) are not the account's API calls:
+    // counting them would make the figure grow with every reload of this page.
+    return em.count(AuditRecord, {
+      accountId,
+      at: { $gte: start, $lt: end },
+      $or: [{ door: null }, { door: { $ne: 'console' } }],
+    });
   }
 
   /** Runs a console action; bad input re-renders the console with the message (400/404/409). */
