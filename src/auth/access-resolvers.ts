@@ -1,6 +1,18 @@
-import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
-import type { ApiKey } from '../accounts/entities.js';
-import { isKeyActive, listApiKeys } from '../accounts/service.js';
+import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { User, type ApiKey } from '../accounts/entities.js';
+import {
+  createApiKey,
+  isKeyActive,
+  listApiKeys,
+  revokeApiKey,
+  rotateApiKey,
+  type KeyPolicy,
+} from '../accounts/service.js';
+import { stageEvents } from '../events/stage.js';
+import { badInput } from '../kernel/errors.js';
+import { CREDENTIAL_REVOKED } from '../kernel/events.js';
+import type { Principal } from '../kernel/principal.js';
+import { SESSION_ONLY_SCOPES } from '../kernel/scopes.js';
 import { requirePrincipal, type GatewayContext } from '../gateway/schema/context.js';
 import { RequiresScopes } from '../gateway/schema/directives.js';
 import {
@@ -12,7 +24,8 @@ import {
   updateRedirectUris,
   type ConnectedApp,
 } from './access.js';
-import { listClients, rotateClientSecret } from './clients.js';
+import { createClient, getClient, listClients, rotateClientSecret } from './clients.js';
+import { deleteClient } from './tokens.js';
 import type { OAuthClient } from './entities.js';
 
 const SESSION_ONLY =
@@ -119,6 +132,69 @@ class ConnectedAppRevocation {
   refreshTokens!: number;
 }
 
+@ObjectType('ApiKeySecret', { description: 'An API key and its secret — the only time the secret is shown.' })
+class ApiKeySecret {
+  @Field(() => ApiKeyView)
+  key!: ApiKeyView;
+
+  @Field(() => String, { description: 'Store it now: only its hash is kept.' })
+  secret!: string;
+
+  @Field(() => Date, {
+    nullable: true,
+    description: 'After a rotation: until when the replaced key keeps working.',
+  })
+  previousExpiresAt?: Date | null;
+}
+
+@InputType({ description: 'A new API key.' })
+class ApiKeyInput {
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Canonical or resource-first scope names; every scope but admin when omitted.',
+  })
+  scopes?: string[] | null;
+}
+
+@InputType({ description: 'An OAuth application to register.' })
+class OAuthAppInput {
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => [String], { description: 'Exact-match redirect URIs (https, or http on loopback).' })
+  redirectUris!: string[];
+
+  @Field(() => [String], { description: 'Scopes the app may ask for.' })
+  scopes!: string[];
+
+  @Field(() => [String], {
+    nullable: true,
+    description: 'authorization_code, refresh_token, client_credentials; the first two when omitted.',
+  })
+  grantTypes?: string[] | null;
+
+  @Field(() => Boolean, { description: 'Confidential apps get a secret; public ones use PKCE alone.' })
+  confidential!: boolean;
+}
+
+/** A scope list a signed-in user may put on a key or an app: `admin` only with the admin role, no session-only scope. */
+function grantableScopes(principal: Principal, scopes: readonly string[]): readonly string[] {
+  if (scopes.includes('admin') && !principal.scopes.has('admin'))
+    throw badInput('scopes', 'admin may only be granted by a user with the admin role');
+  const sessionOnly = scopes.filter((s) => (SESSION_ONLY_SCOPES as readonly string[]).includes(s));
+  if (sessionOnly.length > 0)
+    throw badInput('scopes', `${sessionOnly.join(', ')} belongs to console sessions only`);
+  return scopes;
+}
+
+const keyPolicy = (ctx: GatewayContext): KeyPolicy => ({
+  maxActiveKeys: ctx.services.config.maxActiveApiKeys,
+  rotationGraceMs: ctx.services.config.apiKeyRotationGraceMs,
+});
+
 const keyView = (key: ApiKey, now: Date): ApiKeyView => ({
   id: key.id,
   name: key.name,
@@ -163,6 +239,61 @@ export class AccessResolver {
     return (await listApiKeys(ctx.em, principal.accountId)).map((k) => keyView(k, now));
   }
 
+  @Mutation(() => ApiKeySecret, {
+    description: `Creates an API key of your account (the secret is shown once). CONFLICT at the active-key limit. ${SESSION_ONLY}`,
+  })
+  @RequiresScopes('credentials:manage')
+  async createApiKey(
+    @Arg('input', () => ApiKeyInput) input: ApiKeyInput,
+    @Ctx() ctx: GatewayContext,
+  ): Promise<ApiKeySecret> {
+    const principal = requireSession(requirePrincipal(ctx), 'API keys');
+    const { key, secret } = await createApiKey({ em: ctx.em, clock: ctx.services.clock }, keyPolicy(ctx), {
+      accountId: principal.accountId,
+      name: input.name,
+      scopes: input.scopes ? grantableScopes(principal, input.scopes) : undefined,
+    });
+    return { key: keyView(key, ctx.services.clock.now()), secret };
+  }
+
+  @Mutation(() => ApiKeySecret, {
+    description: `Replaces a key: the new one (shown once) has its name, scopes and expiry; the old one works until previousExpiresAt (API_KEY_ROTATION_GRACE). ${SESSION_ONLY}`,
+  })
+  @RequiresScopes('credentials:manage')
+  async rotateApiKey(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<ApiKeySecret> {
+    const principal = requireSession(requirePrincipal(ctx), 'API keys');
+    const { key, secret, previous } = await rotateApiKey(
+      { em: ctx.em, clock: ctx.services.clock },
+      keyPolicy(ctx),
+      id,
+      principal.accountId,
+    );
+    return {
+      key: keyView(key, ctx.services.clock.now()),
+      secret,
+      previousExpiresAt: previous.expiresAt ?? null,
+    };
+  }
+
+  @Mutation(() => ApiKeyView, {
+    description: `Revokes a key of your account now: its next call is 401 and its live subscriptions end. ${SESSION_ONLY}`,
+  })
+  @RequiresScopes('credentials:manage')
+  async revokeApiKey(@Arg('id', () => ID) id: string, @Ctx() ctx: GatewayContext): Promise<ApiKeyView> {
+    const principal = requireSession(requirePrincipal(ctx), 'API keys');
+    const { clock, credentials, events } = ctx.services;
+    const { key, staged } = await ctx.em.transactional(async (tx) => {
+      const key = await revokeApiKey({ em: tx, clock }, id, principal.accountId);
+      const staged = stageEvents(tx, { clock, events }, [
+        { type: CREDENTIAL_REVOKED, accountId: key.account.id, payload: { credentialId: key.id } },
+      ]);
+      return { key, staged };
+    });
+    credentials.invalidateKey(key.id);
+    await events.publish(staged);
+    return keyView(key, clock.now());
+  }
+
   @Query(() => [ApiKeyView], {
     description: `The playground's sandbox keys of your account, with their expiry, newest first. ${SESSION_ONLY}`,
   })
@@ -192,6 +323,43 @@ export class AccessResolver {
   async oauthApps(@Ctx() ctx: GatewayContext): Promise<OAuthAppView[]> {
     const principal = requireSession(requirePrincipal(ctx), 'OAuth apps');
     return (await listClients(ctx.em, principal.accountId)).map(appView);
+  }
+
+  @Mutation(() => OAuthAppSecret, {
+    description: `Registers an OAuth app of your account; a confidential app's secret is shown once (empty for a public app). ${SESSION_ONLY}`,
+  })
+  @RequiresScopes('credentials:manage')
+  async registerOAuthApp(
+    @Arg('input', () => OAuthAppInput) input: OAuthAppInput,
+    @Ctx() ctx: GatewayContext,
+  ): Promise<OAuthAppSecret> {
+    const principal = requireSession(requirePrincipal(ctx), 'OAuth apps');
+    const registrar = await ctx.em.findOneOrFail(User, { id: principal.userId });
+    const { client, secret } = await createClient({ em: ctx.em, clock: ctx.services.clock }, registrar, {
+      accountId: principal.accountId,
+      name: input.name,
+      redirectUris: input.redirectUris,
+      scopes: grantableScopes(principal, input.scopes),
+      grantTypes: input.grantTypes ?? undefined,
+      confidential: input.confidential,
+    });
+    return { app: appView(client), clientSecret: secret ?? '' };
+  }
+
+  @Mutation(() => OAuthAppView, {
+    description: `Deletes an app of your account and revokes everything issued to it (its tokens answer 401 at once). ${SESSION_ONLY}`,
+  })
+  @RequiresScopes('credentials:manage')
+  async deleteOAuthApp(
+    @Arg('clientId', () => String) clientId: string,
+    @Ctx() ctx: GatewayContext,
+  ): Promise<OAuthAppView> {
+    const principal = requireSession(requirePrincipal(ctx), 'OAuth apps');
+    const client = await getClient(ctx.em, clientId, principal.accountId);
+    const revocation = await deleteClient(ctx.em, ctx.services, client);
+    // Every process (this one included) denies the tokens when the events arrive (src/auth/runtime.ts).
+    await ctx.services.events.publish(revocation.events);
+    return appView(client);
   }
 
   @Mutation(() => OAuthAppSecret, {

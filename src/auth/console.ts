@@ -1,27 +1,24 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { EntityManager } from '@mikro-orm/knex';
-import type { User } from '../accounts/entities.js';
-import {
-  createApiKey,
-  revokeApiKey,
-  rotateApiKey,
-  verifyUserPassword,
-  type KeyPolicy,
-} from '../accounts/service.js';
+import { verifyUserPassword } from '../accounts/service.js';
 import { AuditRecord } from '../audit/entities.js';
-import { stageEvents } from '../events/stage.js';
 import { AppError } from '../kernel/errors.js';
 import { planLabel } from '../kernel/plans.js';
 import { ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPES, SESSION_ONLY_SCOPES } from '../kernel/scopes.js';
 import type {
   ConsoleAppFragment,
+  ConsoleCreateKeyMutation,
+  ConsoleCreateKeyMutationVariables,
+  ConsoleRegisterAppMutation,
+  ConsoleRegisterAppMutationVariables,
+  ConsoleRotateKeyMutation,
   ConsoleConnectedAppsQuery,
   ConsoleKeyFragment,
   ConsoleKeysAndAppsQuery,
   ConsoleRevokeConnectedAppMutation,
   ConsoleRotateAppSecretMutation,
 } from '../generated/graphql.js';
-import { createClient, getClient, GRANT_TYPES } from './clients.js';
+import { GRANT_TYPES } from './clients.js';
 import type { AuthSession } from './entities.js';
 import { ConsoleGateway } from './console-gateway.js';
 import { ConsoleReports } from './console-reports.js';
@@ -39,7 +36,6 @@ import {
   takeFlash,
   type SignedIn,
 } from './sessions.js';
-import { deleteClient } from './tokens.js';
 
 type Body = Record<string, unknown>;
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
@@ -78,11 +74,6 @@ export class ConsolePages {
 
   private get security() {
     return { secure: this.runtime.services.config.publicUrl.startsWith('https:') };
-  }
-
-  private get keyPolicy(): KeyPolicy {
-    const { config } = this.runtime.services;
-    return { maxActiveKeys: config.maxActiveApiKeys, rotationGraceMs: config.apiKeyRotationGraceMs };
   }
 
   loginForm(
@@ -369,26 +360,27 @@ export class ConsolePages {
   }
 
   registerClient(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user, session }, body) => {
-      const { client, secret } = await createClient(
-        { em: this.runtime.em, clock: this.runtime.services.clock },
-        user,
-        {
-          accountId: user.account.id,
+    return this.act(request, reply, async (signedIn, body) => {
+      const { registerOAuthApp: registered } = await this.gateway.run<
+        ConsoleRegisterAppMutation,
+        ConsoleRegisterAppMutationVariables
+      >('ConsoleRegisterApp', signedIn, request, {
+        input: {
           name: text(body.name),
           redirectUris: text(body.redirect_uris)
             .split(/\r?\n/)
             .map((u) => u.trim())
             .filter(Boolean),
-          scopes: consoleScopes(user, list(body.scopes)),
+          scopes: list(body.scopes),
           grantTypes: list(body.grant_types),
           confidential: text(body.client_type) !== 'public',
         },
-      );
-      return this.showOnce(session, reply, {
+      });
+      const secret = registered.app.confidential ? registered.clientSecret : null;
+      return this.showOnce(signedIn.session, reply, {
         title: 'Application registered',
         values: [
-          ['Client ID', 'client-id', client.clientId],
+          ['Client ID', 'client-id', registered.app.clientId],
           ...(secret ? [['Client secret', 'client-secret', secret] as const] : []),
         ],
         warning: secret
@@ -530,73 +522,44 @@ export class ConsolePages {
   }
 
   deleteClient(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user }) => {
-      const client = await getClient(this.runtime.em, clientIdParam(request), user.account.id);
-      await this.runtime.applyRevocation(await deleteClient(this.runtime.em, this.runtime.services, client));
-      return reply.code(303).header('location', '/console').send();
-    });
+    return this.runAction('ConsoleDeleteApp', { clientId: clientIdParam(request) })(request, reply);
   }
 
   createKey(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user, session }, body) => {
-      const { key, secret } = await createApiKey(
-        { em: this.runtime.em, clock: this.runtime.services.clock },
-        this.keyPolicy,
-        {
-          accountId: user.account.id,
-          name: text(body.name),
-          scopes: consoleScopes(user, list(body.scopes)),
-        },
-      );
-      return this.showOnce(session, reply, {
+    return this.act(request, reply, async (signedIn, body) => {
+      const { createApiKey: created } = await this.gateway.run<
+        ConsoleCreateKeyMutation,
+        ConsoleCreateKeyMutationVariables
+      >('ConsoleCreateKey', signedIn, request, {
+        input: { name: text(body.name), scopes: list(body.scopes) },
+      });
+      return this.showOnce(signedIn.session, reply, {
         title: 'API key created',
-        values: [['API key', 'api-key', secret]],
-        warning: `Key "${key.name}" created. Copy it now: it is shown only this once.`,
+        values: [['API key', 'api-key', created.secret]],
+        warning: `Key "${created.key.name}" created. Copy it now: it is shown only this once.`,
       });
     });
   }
 
   rotateKey(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user, session }) => {
-      const { secret, previous } = await rotateApiKey(
-        { em: this.runtime.em, clock: this.runtime.services.clock },
-        this.keyPolicy,
-        keyIdParam(request),
-        user.account.id,
+    return this.act(request, reply, async (signedIn) => {
+      const { rotateApiKey: rotated } = await this.gateway.run<ConsoleRotateKeyMutation, { id: string }>(
+        'ConsoleRotateKey',
+        signedIn,
+        request,
+        { id: keyIdParam(request) },
       );
-      return this.showOnce(session, reply, {
+      return this.showOnce(signedIn.session, reply, {
         title: 'API key rotated',
-        values: [['New API key', 'api-key', secret]],
-        warning: `The old key keeps working until ${previous.expiresAt?.toISOString()}. Copy the new key now: it is shown only this once.`,
+        values: [['New API key', 'api-key', rotated.secret]],
+        warning: `The old key keeps working until ${rotated.previousExpiresAt}. Copy the new key now: it is shown only this once.`,
       });
     });
   }
 
   revokeKey(request: FastifyRequest, reply: FastifyReply) {
-    return this.act(request, reply, async ({ user }) => {
-      const { clock, credentials, events } = this.runtime.services;
-      const id = keyIdParam(request);
-      const staged = await this.runtime.em.transactional(async (tx) => {
-        const key = await revokeApiKey({ em: tx, clock }, id, user.account.id);
-        return stageEvents(tx, { clock, events }, [
-          { type: 'credential.revoked', accountId: key.account.id, payload: { credentialId: key.id } },
-        ]);
-      });
-      credentials.invalidateKey(id);
-      await events.publish(staged);
-      return reply.code(303).header('location', '/console').send();
-    });
+    return this.runAction('ConsoleRevokeKey', { id: keyIdParam(request) })(request, reply);
   }
-}
-
-/** Which scopes a console user may hand out: everything, and admin only with the admin role. */
-function consoleScopes(user: User, scopes: string[]): string[] {
-  if (scopes.includes('admin') && !user.roles.includes('admin')) {
-    throw new AppError('BAD_USER_INPUT', 'scopes: admin may only be granted by a user with the admin role', {
-      field: 'scopes',
-    });
-  }
-  return scopes;
 }
 
 const clientIdParam = (request: FastifyRequest): string => (request.params as { clientId: string }).clientId;

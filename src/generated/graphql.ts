@@ -1724,8 +1724,18 @@ export type Mutation = {
   sendTestWebhookSubscriptionEvent: WebhookDelivery;
   /** Moves an account to another plan (admin), audited. Every door answers with the new plan at once, open WebSocket connections included: their operations the new plan no longer allows end with PLAN_REQUIRED. */
   setAccountPlan: AccountPlanChange;
+  /** Creates an API key of your account (the secret is shown once). CONFLICT at the active-key limit. Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
+  createApiKey: ApiKeySecret;
+  /** Replaces a key: the new one (shown once) has its name, scopes and expiry; the old one works until previousExpiresAt (API_KEY_ROTATION_GRACE). Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
+  rotateApiKey: ApiKeySecret;
+  /** Revokes a key of your account now: its next call is 401 and its live subscriptions end. Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
+  revokeApiKey: ApiKey;
   /** Revokes a sandbox key now: its next call is 401 and its live subscriptions end. Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
   revokeSandboxKey: ApiKey;
+  /** Registers an OAuth app of your account; a confidential app's secret is shown once (empty for a public app). Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
+  registerOAuthApp: OAuthAppSecret;
+  /** Deletes an app of your account and revokes everything issued to it (its tokens answer 401 at once). Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
+  deleteOAuthApp: OAuthApp;
   /** Issues a new client secret (shown once); the old one stops working at once. CONFLICT for a public app. Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
   rotateOAuthAppSecret: OAuthAppSecret;
   /** Replaces an app's redirect URIs, checked like a registration (https, or http on loopback; no fragment; 1–10 with authorization_code). Console sessions only: credentials:manage is a scope no API key or OAuth token can use (FORBIDDEN). */
@@ -1853,8 +1863,33 @@ export type MutationSetAccountPlanArgs = {
 };
 
 
+export type MutationCreateApiKeyArgs = {
+  input: ApiKeyInput;
+};
+
+
+export type MutationRotateApiKeyArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationRevokeApiKeyArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
 export type MutationRevokeSandboxKeyArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationRegisterOAuthAppArgs = {
+  input: OAuthAppInput;
+};
+
+
+export type MutationDeleteOAuthAppArgs = {
+  clientId: Scalars['String']['input'];
 };
 
 
@@ -2026,12 +2061,42 @@ export type AccountPlanChange = {
   changedAt: Scalars['DateTimeISO']['output'];
 };
 
+/** An API key and its secret — the only time the secret is shown. */
+export type ApiKeySecret = {
+  __typename?: 'ApiKeySecret';
+  key: ApiKey;
+  /** Store it now: only its hash is kept. */
+  secret: Scalars['String']['output'];
+  /** After a rotation: until when the replaced key keeps working. */
+  previousExpiresAt?: Maybe<Scalars['DateTimeISO']['output']>;
+};
+
+/** A new API key. */
+export type ApiKeyInput = {
+  name: Scalars['String']['input'];
+  /** Canonical or resource-first scope names; every scope but admin when omitted. */
+  scopes?: InputMaybe<Array<Scalars['String']['input']>>;
+};
+
 /** An app and its new client secret — the only time it is shown. */
 export type OAuthAppSecret = {
   __typename?: 'OAuthAppSecret';
   app: OAuthApp;
   /** Store it now: only its hash is kept. */
   clientSecret: Scalars['String']['output'];
+};
+
+/** An OAuth application to register. */
+export type OAuthAppInput = {
+  name: Scalars['String']['input'];
+  /** Exact-match redirect URIs (https, or http on loopback). */
+  redirectUris: Array<Scalars['String']['input']>;
+  /** Scopes the app may ask for. */
+  scopes: Array<Scalars['String']['input']>;
+  /** authorization_code, refresh_token, client_credentials; the first two when omitted. */
+  grantTypes?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Confidential apps get a secret; public ones use PKCE alone. */
+  confidential: Scalars['Boolean']['input'];
 };
 
 /** What revoking a connected app ended. */
@@ -2502,6 +2567,41 @@ export type ConsoleRevokeConnectedAppMutationVariables = Exact<{
 
 
 export type ConsoleRevokeConnectedAppMutation = { __typename?: 'Mutation', revokeConnectedApp: { __typename?: 'ConnectedAppRevocation', clientId: string, accessTokens: number, refreshTokens: number } };
+
+export type ConsoleCreateKeyMutationVariables = Exact<{
+  input: ApiKeyInput;
+}>;
+
+
+export type ConsoleCreateKeyMutation = { __typename?: 'Mutation', createApiKey: { __typename?: 'ApiKeySecret', secret: string, key: { __typename?: 'ApiKey', name: string } } };
+
+export type ConsoleRotateKeyMutationVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type ConsoleRotateKeyMutation = { __typename?: 'Mutation', rotateApiKey: { __typename?: 'ApiKeySecret', secret: string, previousExpiresAt?: string | null } };
+
+export type ConsoleRevokeKeyMutationVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type ConsoleRevokeKeyMutation = { __typename?: 'Mutation', revokeApiKey: { __typename?: 'ApiKey', id: string } };
+
+export type ConsoleRegisterAppMutationVariables = Exact<{
+  input: OAuthAppInput;
+}>;
+
+
+export type ConsoleRegisterAppMutation = { __typename?: 'Mutation', registerOAuthApp: { __typename?: 'OAuthAppSecret', clientSecret: string, app: { __typename?: 'OAuthApp', clientId: string, confidential: boolean } } };
+
+export type ConsoleDeleteAppMutationVariables = Exact<{
+  clientId: Scalars['String']['input'];
+}>;
+
+
+export type ConsoleDeleteAppMutation = { __typename?: 'Mutation', deleteOAuthApp: { __typename?: 'OAuthApp', clientId: string } };
 
 export type ConsoleUsageQueryVariables = Exact<{
   days?: InputMaybe<Scalars['Int']['input']>;
@@ -3211,6 +3311,11 @@ export const ConsoleRotateAppSecretDocument = {"kind":"Document","definitions":[
 export const ConsoleUpdateRedirectUrisDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"ConsoleUpdateRedirectUris"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"clientId"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"redirectUris"}},"type":{"kind":"NonNullType","type":{"kind":"ListType","type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"updateOAuthAppRedirectUris"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"clientId"},"value":{"kind":"Variable","name":{"kind":"Name","value":"clientId"}}},{"kind":"Argument","name":{"kind":"Name","value":"redirectUris"},"value":{"kind":"Variable","name":{"kind":"Name","value":"redirectUris"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"clientId"}},{"kind":"Field","name":{"kind":"Name","value":"redirectUris"}}]}}]}}]} as unknown as DocumentNode<ConsoleUpdateRedirectUrisMutation, ConsoleUpdateRedirectUrisMutationVariables>;
 export const ConsoleConnectedAppsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"ConsoleConnectedApps"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"connectedApps"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"clientId"}},{"kind":"Field","name":{"kind":"Name","value":"name"}},{"kind":"Field","name":{"kind":"Name","value":"scopes"}},{"kind":"Field","name":{"kind":"Name","value":"grantedAt"}},{"kind":"Field","name":{"kind":"Name","value":"lastUsedAt"}}]}}]}}]} as unknown as DocumentNode<ConsoleConnectedAppsQuery, ConsoleConnectedAppsQueryVariables>;
 export const ConsoleRevokeConnectedAppDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"ConsoleRevokeConnectedApp"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"clientId"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"revokeConnectedApp"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"clientId"},"value":{"kind":"Variable","name":{"kind":"Name","value":"clientId"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"clientId"}},{"kind":"Field","name":{"kind":"Name","value":"accessTokens"}},{"kind":"Field","name":{"kind":"Name","value":"refreshTokens"}}]}}]}}]} as unknown as DocumentNode<ConsoleRevokeConnectedAppMutation, ConsoleRevokeConnectedAppMutationVariables>;
+export const ConsoleCreateKeyDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"ConsoleCreateKey"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ApiKeyInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"createApiKey"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"secret"}},{"kind":"Field","name":{"kind":"Name","value":"key"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"name"}}]}}]}}]}}]} as unknown as DocumentNode<ConsoleCreateKeyMutation, ConsoleCreateKeyMutationVariables>;
+export const ConsoleRotateKeyDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"ConsoleRotateKey"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"rotateApiKey"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"secret"}},{"kind":"Field","name":{"kind":"Name","value":"previousExpiresAt"}}]}}]}}]} as unknown as DocumentNode<ConsoleRotateKeyMutation, ConsoleRotateKeyMutationVariables>;
+export const ConsoleRevokeKeyDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"ConsoleRevokeKey"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"revokeApiKey"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}}]}}]}}]} as unknown as DocumentNode<ConsoleRevokeKeyMutation, ConsoleRevokeKeyMutationVariables>;
+export const ConsoleRegisterAppDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"ConsoleRegisterApp"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"OAuthAppInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"registerOAuthApp"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"clientSecret"}},{"kind":"Field","name":{"kind":"Name","value":"app"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"clientId"}},{"kind":"Field","name":{"kind":"Name","value":"confidential"}}]}}]}}]}}]} as unknown as DocumentNode<ConsoleRegisterAppMutation, ConsoleRegisterAppMutationVariables>;
+export const ConsoleDeleteAppDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"ConsoleDeleteApp"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"clientId"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"deleteOAuthApp"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"clientId"},"value":{"kind":"Variable","name":{"kind":"Name","value":"clientId"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"clientId"}}]}}]}}]} as unknown as DocumentNode<ConsoleDeleteAppMutation, ConsoleDeleteAppMutationVariables>;
 export const ConsoleUsageDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"ConsoleUsage"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"days"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"usage"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"days"},"value":{"kind":"Variable","name":{"kind":"Name","value":"days"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"plan"}},{"kind":"Field","name":{"kind":"Name","value":"since"}},{"kind":"Field","name":{"kind":"Name","value":"perMinute"}},{"kind":"Field","name":{"kind":"Name","value":"perMonth"}},{"kind":"Field","name":{"kind":"Name","value":"portOperationsPerMinute"}},{"kind":"Field","name":{"kind":"Name","value":"callsThisMonth"}},{"kind":"Field","name":{"kind":"Name","value":"calls"}},{"kind":"Field","name":{"kind":"Name","value":"successful"}},{"kind":"Field","name":{"kind":"Name","value":"clientErrors"}},{"kind":"Field","name":{"kind":"Name","value":"serverErrors"}},{"kind":"Field","name":{"kind":"Name","value":"days"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"date"}},{"kind":"Field","name":{"kind":"Name","value":"calls"}},{"kind":"Field","name":{"kind":"Name","value":"successful"}},{"kind":"Field","name":{"kind":"Name","value":"clientErrors"}},{"kind":"Field","name":{"kind":"Name","value":"serverErrors"}}]}},{"kind":"Field","name":{"kind":"Name","value":"byOperation"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"operation"}},{"kind":"Field","name":{"kind":"Name","value":"calls"}},{"kind":"Field","name":{"kind":"Name","value":"successful"}},{"kind":"Field","name":{"kind":"Name","value":"clientErrors"}},{"kind":"Field","name":{"kind":"Name","value":"serverErrors"}}]}},{"kind":"Field","name":{"kind":"Name","value":"byOutcome"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"outcome"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"code"}},{"kind":"Field","name":{"kind":"Name","value":"calls"}}]}}]}}]}}]} as unknown as DocumentNode<ConsoleUsageQuery, ConsoleUsageQueryVariables>;
 export const ConsoleRequestLogDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"ConsoleRequestLog"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"outcome"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"CallOutcome"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"status"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"operation"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"requestLog"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}},{"kind":"Argument","name":{"kind":"Name","value":"outcome"},"value":{"kind":"Variable","name":{"kind":"Name","value":"outcome"}}},{"kind":"Argument","name":{"kind":"Name","value":"status"},"value":{"kind":"Variable","name":{"kind":"Name","value":"status"}}},{"kind":"Argument","name":{"kind":"Name","value":"operation"},"value":{"kind":"Variable","name":{"kind":"Name","value":"operation"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}},{"kind":"Field","name":{"kind":"Name","value":"nodes"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ConsoleCall"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ConsoleCall"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"AuditRecord"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"at"}},{"kind":"Field","name":{"kind":"Name","value":"requestId"}},{"kind":"Field","name":{"kind":"Name","value":"door"}},{"kind":"Field","name":{"kind":"Name","value":"operation"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"errorCode"}},{"kind":"Field","name":{"kind":"Name","value":"durationMs"}},{"kind":"Field","name":{"kind":"Name","value":"credentialKind"}},{"kind":"Field","name":{"kind":"Name","value":"credentialId"}},{"kind":"Field","name":{"kind":"Name","value":"ip"}},{"kind":"Field","name":{"kind":"Name","value":"userAgent"}}]}}]} as unknown as DocumentNode<ConsoleRequestLogQuery, ConsoleRequestLogQueryVariables>;
 export const ConsoleRequestDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"ConsoleRequest"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"requestId"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"requestLogEntry"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"requestId"},"value":{"kind":"Variable","name":{"kind":"Name","value":"requestId"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ConsoleCall"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ConsoleCall"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"AuditRecord"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"at"}},{"kind":"Field","name":{"kind":"Name","value":"requestId"}},{"kind":"Field","name":{"kind":"Name","value":"door"}},{"kind":"Field","name":{"kind":"Name","value":"operation"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"errorCode"}},{"kind":"Field","name":{"kind":"Name","value":"durationMs"}},{"kind":"Field","name":{"kind":"Name","value":"credentialKind"}},{"kind":"Field","name":{"kind":"Name","value":"credentialId"}},{"kind":"Field","name":{"kind":"Name","value":"ip"}},{"kind":"Field","name":{"kind":"Name","value":"userAgent"}}]}}]} as unknown as DocumentNode<ConsoleRequestQuery, ConsoleRequestQueryVariables>;

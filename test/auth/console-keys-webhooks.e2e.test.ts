@@ -152,6 +152,11 @@ describeEachDialect('console additions to the schema: webhook test events, keys 
       'mutation { rotateOAuthAppSecret(clientId: "x") { clientSecret } }',
       'mutation { updateOAuthAppRedirectUris(clientId: "x", redirectUris: []) { clientId } }',
       'mutation { revokeConnectedApp(clientId: "x") { clientId } }',
+      'mutation { createApiKey(input: { name: "k" }) { secret } }',
+      'mutation { rotateApiKey(id: "x") { secret } }',
+      'mutation { revokeApiKey(id: "x") { id } }',
+      'mutation { registerOAuthApp(input: { name: "a", redirectUris: [], scopes: [], confidential: true }) { clientSecret } }',
+      'mutation { deleteOAuthApp(clientId: "x") { clientId } }',
     ]) {
       const plain = await gql(server.url, query, { key: analystKey() });
       expect(plain.status, query).toBe(403);
@@ -235,6 +240,20 @@ describeEachDialect('console additions to the schema: webhook test events, keys 
     expect(good.status).toBe(303);
     const page = await (await signedIn.fetch('/console')).text();
     expect(page).toContain('https://app.example/callback\nhttp://127.0.0.1/cb');
+
+    const unknownApiKey = await signedIn.post('/console/keys/00000000-0000-4000-8000-000000000000/revoke', {
+      csrf,
+    });
+    expect(unknownApiKey.status).toBe(404);
+    const sessionOnly = await signedIn.post('/console/keys', {
+      csrf,
+      name: 'k',
+      scopes: 'credentials:manage',
+    });
+    expect(sessionOnly.status).toBe(400);
+    expect(await sessionOnly.text()).toContain('scopes: credentials:manage belongs to console sessions only');
+    const foreignDelete = await signedIn.post(`/console/clients/${foreignClient.client_id}/delete`, { csrf });
+    expect(foreignDelete.status).toBe(404);
 
     const noApp = await signedIn.post('/console/apps/tgc_unknown/revoke', { csrf });
     expect(noApp.status).toBe(404);
