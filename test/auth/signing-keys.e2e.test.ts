@@ -14,7 +14,7 @@ import { openAppDatabase } from '../../src/database.js';
 import { seedDemo } from '../../src/seed.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { openSecretBox } from '../../src/kernel/secret-box.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createSeededTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeEachDialect, TEST_SECRETS_KEY } from '../helpers/env.js';
 import { gql } from '../helpers/server.js';
 import { command } from './helpers.js';
@@ -75,8 +75,9 @@ describeEachDialect('signing keys at rest: sealed with the secret box', (dialect
   };
 
   beforeAll(async () => {
-    database = await createTestDatabase(dialect);
-    const demo = await seedDemo(database.db, { clock: systemClock, config: config() });
+    const seeded = await createSeededTestDatabase(dialect);
+    database = seeded.database;
+    const demo = seeded.demo;
     const { json } = await command('clients create').run(
       { config: config(), db: database.db, clock: systemClock },
       {

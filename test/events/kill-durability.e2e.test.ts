@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiKey } from '../../src/accounts/service.js';
 import { loadConfig } from '../../src/config.js';
-import { seedDemo } from '../../src/seed.js';
 import { EventRecord } from '../../src/events/entities.js';
 import { LIQUIDITY_WEBHOOK_TYPES } from '../../src/events/catalog.js';
 import { systemClock } from '../../src/kernel/clock.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createSeededTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { gql, rest, type Json } from '../helpers/server.js';
 import { eventually, startReceiver, type Receiver } from './helpers.js';
@@ -33,9 +32,10 @@ describeEachDialect('webhook delivery across kill -9 of the gateway', (dialect) 
   let accountId: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase(dialect);
+    const seeded = await createSeededTestDatabase(dialect);
+    database = seeded.database;
+    const demo = seeded.demo;
     const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' });
-    const demo = await seedDemo(database.db, { clock: systemClock, config });
     const institutional = demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!;
     key = institutional.apiKey;
     accountId = institutional.accountId;

@@ -5,8 +5,16 @@ import { join } from 'node:path';
 import { inject } from 'vitest';
 import { type Database, type DatabaseOptions } from '../../src/db/orm.js';
 import { openAppDatabase } from '../../src/database.js';
+import { loadConfig } from '../../src/config.js';
+import { systemClock } from '../../src/kernel/clock.js';
+import { seedDemo, type DemoCredentials } from '../../src/seed.js';
 import { TEST_POSTGRES_URL } from './env.js';
-import { onPostgres, postgresDatabaseUrl, type DialectTemplates } from './templates.js';
+import {
+  onPostgres,
+  postgresDatabaseUrl,
+  seededTemplateIsFresh,
+  type DialectTemplates,
+} from './templates.js';
 
 export interface TestDatabase {
   url: string;
@@ -38,6 +46,24 @@ export async function createTestDatabase(
   const database = await openEmptyDatabase(dialect, options);
   await database.db.migrate();
   return database;
+}
+
+/**
+ * A fresh database with the demo on the system clock, and the demo's credentials, for tests that
+ * build their own app (or none) on it: a copy of the run's seeded template while that is fresh
+ * (as startTestServer's), else migrated and seeded here.
+ */
+export async function createSeededTestDatabase(
+  dialect: 'sqlite' | 'postgresql' = 'sqlite',
+  options: DatabaseOpenOptions = {},
+): Promise<{ database: TestDatabase; demo: DemoCredentials }> {
+  const template = templatesOf(dialect);
+  if (template && seededTemplateIsFresh(template, systemClock.now())) {
+    return { database: await copyOfTemplate(dialect, template.seeded, options), demo: template.demo };
+  }
+  const database = await createTestDatabase(dialect, options);
+  const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
+  return { database, demo: await seedDemo(database.db, { clock: systemClock, config }) };
 }
 
 /** A fresh database with the content of `template` (a path or a database name of `dialect`). */
