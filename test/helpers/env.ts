@@ -9,12 +9,23 @@ import { describe } from 'vitest';
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL;
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL;
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** A SECRETS_KEY set where vitest was started: every file uses it instead of a key of its own. */
+const STARTED_WITH_SECRETS_KEY = process.env.SECRETS_KEY;
 /**
  * One master key per test file: servers and the child processes they spawn share it (children
- * inherit it through process.env), and nothing is written to ./data/secrets.key.
+ * inherit it through process.env), and nothing is written to ./data/secrets.key. Test files that
+ * share a worker process share this module (vitest.config.ts, `isolate: false`), so the setup file
+ * draws a new key before each file (newTestSecretsKey); the binding is live for importers.
  */
-process.env.SECRETS_KEY ||= randomBytes(32).toString('hex');
-export const TEST_SECRETS_KEY = process.env.SECRETS_KEY;
+export let TEST_SECRETS_KEY = '';
+newTestSecretsKey();
+
+/** Draws the next test file's master key and sets it in process.env. */
+export function newTestSecretsKey(): string {
+  TEST_SECRETS_KEY = STARTED_WITH_SECRETS_KEY || randomBytes(32).toString('hex');
+  process.env.SECRETS_KEY = TEST_SECRETS_KEY;
+  return TEST_SECRETS_KEY;
+}
 
 function requireInCi(name: string, present: boolean): void {
   if (process.env.CI === 'true' && !present) {
