@@ -4,7 +4,7 @@ import { WebhookEndpoint, WebhookEndpointStatus } from '../../src/events/entitie
 import { verifySignature } from '../../src/events/signature.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { createSandboxKey } from '../../src/playground/sandbox.js';
-import { startReceiver, type Receiver } from '../events/helpers.js';
+import { startReceiver, untilListening, wsSession, type Receiver } from '../events/helpers.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { createKey, gql, rest, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -271,7 +271,10 @@ describeEachDialect('console additions to the schema: webhook test events, keys 
       accountId: server.demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.accountId,
       name: 'Third-party app',
     });
-    const mine = await exchangeCode(server, analyst, app, { browser: signedIn });
+    const mine = await exchangeCode(server, analyst, app, {
+      browser: signedIn,
+      scope: 'read:vessels read:port_calls',
+    });
     const other = await createAnalystUser(server, systemClock, `other-${dialect}@example.com`);
     const theirs = await exchangeCode(server, other, app);
     expect(await vesselStatus(server, mine.access_token)).toBe(200);
@@ -280,8 +283,16 @@ describeEachDialect('console additions to the schema: webhook test events, keys 
     expect(listed).toContain('Third-party app');
     expect(listed).toContain('read:vessels');
 
+    const listeners = () => server.app.services.bus.listenerCount;
+    const before = listeners();
+    const live = wsSession(server.url, { authorization: `Bearer ${mine.access_token}` });
+    const sub = live.subscribe('subscription { portCallUpdated { portCallId } }');
+    await untilListening(() => listeners() >= before + 1, 5_000, sub);
+
     const revoked = await signedIn.post(`/console/apps/${app.client_id}/revoke`, { csrf });
     expect(revoked.status).toBe(303);
+    // The live connection opened with the revoked token ends, as for any revocation.
+    expect((await live.closed).code).toBe(4403);
     expect(await vesselStatus(server, mine.access_token)).toBe(401);
     expect(await vesselStatus(server, theirs.access_token)).toBe(200);
     const refresh = await fetch(`${server.url}/oauth/token`, {
