@@ -1,4 +1,4 @@
-import { GRANT_SCOPES } from '../kernel/scopes.js';
+import { GRANT_SCOPES, SESSION_ONLY_SCOPES } from '../kernel/scopes.js';
 import { GRANT_TYPES } from './clients.js';
 import { SIGNING_ALG } from './keys.js';
 import type { AuthRuntime } from './runtime.js';
@@ -32,7 +32,8 @@ export function discoveryDocument(issuer: string): Record<string, unknown> {
     introspection_endpoint: `${issuer}/oauth/introspect`,
     userinfo_endpoint: `${issuer}/oauth/userinfo`,
     jwks_uri: `${issuer}/.well-known/jwks.json`,
-    scopes_supported: GRANT_SCOPES,
+    // Session-only scopes are never granted to an app or key, so an app is not told it may ask for them.
+    scopes_supported: GRANT_SCOPES.filter((s) => !(SESSION_ONLY_SCOPES as readonly string[]).includes(s)),
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: [...GRANT_TYPES],

@@ -63,6 +63,8 @@ describe('discovery, JWKS, revoke, introspect, userinfo and the CLI', () => {
     });
     expect(oidc.scopes_supported).toContain('read:port_calls');
     expect(oidc.scopes_supported).toContain('admin');
+    // Only console sessions carry it: no app may ask for it.
+    expect(oidc.scopes_supported).not.toContain('credentials:manage');
     expect(oidc.scopes_supported.slice(0, 3)).toEqual(['openid', 'profile', 'email']);
     expect(oidc).toMatchObject({
       subject_types_supported: ['public'],
