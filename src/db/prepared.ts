@@ -84,8 +84,9 @@ interface TarnPool {
   numPendingCreates(): number;
 }
 interface PgConnection {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{
-    rows: Array<Record<string, unknown>>;
+  query(config: { name: string; text: string; values: unknown[]; rowMode?: 'array' }): Promise<{
+    rows: unknown[];
+    fields: Array<{ name: string }>;
   }>;
 }
 
@@ -104,7 +105,13 @@ interface SqliteRead {
 /** Statements prepared on each SQLite connection, by SQL text, with their row mapper. */
 const sqliteStatements = new WeakMap<object, Lru<string, SqliteRead>>();
 /** PostgreSQL: the `$n` text and the statement name of each SQL text (pg prepares a name once per connection). */
-const pgStatements = new Lru<string, { name: string; text: string }>({ maxEntries: MAX_STATEMENTS });
+const pgStatements = new Lru<string, PgStatement>({ maxEntries: MAX_STATEMENTS });
+interface PgStatement {
+  name: string;
+  text: string;
+  /** The row mapper of an entity read, built from the columns of its first result. */
+  map?: (rows: unknown[][]) => Read<object>;
+}
 /** Names pg statements: never reused, so a text evicted and seen again cannot take another's name. */
 let pgStatementCount = 0;
 
@@ -115,7 +122,7 @@ function sqliteValue(value: unknown): unknown {
   return value;
 }
 
-function pgStatement(sql: string): { name: string; text: string } {
+function pgStatement(sql: string): PgStatement {
   let statement = pgStatements.get(sql);
   if (!statement) {
     let n = 0;
@@ -126,18 +133,20 @@ function pgStatement(sql: string): { name: string; text: string } {
 }
 
 /**
- * Maps SQLite's raw rows (arrays in the statement's column order) straight to entity-shaped
- * objects: what `mapResult` and `plainEntities` do in two passes over keyed objects, in one, with
- * every object of an entity built in the same property order. Values convert as the ORM's result
- * mapper converts them: dates (epoch ms, or text read in the ORM's time zone), booleans (0/1),
- * and JSON text parsed.
+ * Maps raw rows (arrays in the statement's column order) straight to entity-shaped objects: what
+ * `mapResult` and `plainEntities` do in two passes over keyed objects, in one, with every object
+ * of an entity built in the same property order. Values convert as the ORM's result mapper
+ * converts them: dates (epoch ms on SQLite, or text read in the ORM's time zone: the ORM has `pg`
+ * hand timestamps over as text), booleans (0/1 on SQLite) and JSON text parsed (`pg` parses
+ * `json`/`jsonb` itself, so on PostgreSQL a JSON value is taken as it comes).
  */
-function sqliteMapper(
+function rowMapper(
   em: EntityManager,
   meta: EntityMetadata,
   entity: EntityClass<object>,
   columns: string[],
   extra: string | undefined,
+  jsonIsText: boolean,
 ): (rows: unknown[][]) => Read<object> {
   const platform = em.getPlatform();
   const tz = platform.getTimezone();
@@ -160,7 +169,9 @@ function sqliteMapper(
     at.push(i);
     kinds.push(
       json.has(prop.name)
-        ? 'json'
+        ? jsonIsText
+          ? 'json'
+          : 'plain'
         : prop.runtimeType === 'Date' && !platform.isNumericProperty(prop)
           ? 'date'
           : prop.runtimeType === 'boolean'
@@ -213,7 +224,7 @@ function sqliteMapper(
  * Outside a transaction the statement runs on a connection taken from knex's pool
  * (`knex.client.acquireConnection()`, as src/audit/writer.ts does), prepared once per connection
  * and SQL text: a better-sqlite3 `Statement` in raw mode on SQLite, a named prepared statement on
- * PostgreSQL. The ORM's own path would inline the values into the text and prepare it anew for
+ * PostgreSQL with its rows as arrays; both map them in one pass (`rowMapper`). The ORM's own path would inline the values into the text and prepare it anew for
  * every call. Inside a transaction it goes through the transaction's connection as before (on
  * SQLite the pool's one connection is the transaction's: acquiring it would wait forever). Either
  * way the statement appears in the ORM's query log.
@@ -232,7 +243,18 @@ async function read<T extends object>(
     return objectsRead(em, entity, meta, rows, extra);
   }
   return onPooledConnection(em, sql, values, {
-    pg: (rows) => objectsRead(em, entity, meta, rows, extra),
+    arrays: true,
+    pg: (result, statement) => {
+      statement.map ??= rowMapper(
+        em,
+        meta,
+        entity as EntityClass<object>,
+        result.fields.map((f) => f.name),
+        extra,
+        false,
+      );
+      return statement.map(result.rows as unknown[][]) as Read<T>;
+    },
     sqlite: (connection) => {
       let statements = sqliteStatements.get(connection);
       if (!statements)
@@ -244,7 +266,10 @@ async function read<T extends object>(
       if (!prepared) {
         const statement = (connection as SqliteConnection).prepare(sql).raw(true);
         const columns = statement.columns().map((c) => c.name);
-        prepared = { statement, map: sqliteMapper(em, meta, entity as EntityClass<object>, columns, extra) };
+        prepared = {
+          statement,
+          map: rowMapper(em, meta, entity as EntityClass<object>, columns, extra, true),
+        };
         statements.set(sql, prepared);
       }
       return prepared.map(prepared.statement.all(...values.map(sqliteValue))) as Read<T>;
@@ -261,7 +286,12 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
   em: EntityManager,
   sql: string,
   values: unknown[],
-  run: { pg: (rows: Array<Record<string, unknown>>) => R; sqlite: (connection: object) => R },
+  run: {
+    /** PostgreSQL rows as arrays in column order (entity reads) rather than keyed objects. */
+    arrays?: boolean;
+    pg: (result: { rows: unknown[]; fields: Array<{ name: string }> }, statement: PgStatement) => R;
+    sqlite: (connection: object) => R;
+  },
 ): Promise<R> {
   const knex = em.getKnex();
   const started = Date.now();
@@ -270,8 +300,10 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
   let result: R;
   try {
     if ((knex.client as { dialect?: string }).dialect === 'postgresql') {
-      const { rows } = await (connection as PgConnection).query({ ...pgStatement(sql), values });
-      result = run.pg(rows);
+      const statement = pgStatement(sql);
+      const { name, text } = statement;
+      const config = { name, text, values, ...(run.arrays ? { rowMode: 'array' as const } : {}) };
+      result = run.pg(await (connection as PgConnection).query(config), statement);
     } else {
       sqliteConnections.set(knex.client as object, connection as SqliteConnection);
       result = run.sqlite(connection);
@@ -376,7 +408,7 @@ export function preparedRows(
   const trx = em.getTransactionContext();
   if (trx) return em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
   return onPooledConnection(em, sql, values, {
-    pg: (rows) => rows,
+    pg: (result) => result.rows as Array<Record<string, unknown>>,
     sqlite: (connection) => sqliteRows(connection as SqliteConnection, sql, values, options),
   });
 }

@@ -6,9 +6,10 @@ import { describeEachDialect } from '../helpers/env.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
- * Prepared reads map rows themselves on SQLite (raw rows, one pass) and through the ORM's result
- * mapper on PostgreSQL and inside transactions: every path must give what the ORM would hydrate,
- * dates, booleans, nullable columns and JSON included.
+ * Prepared reads map rows themselves outside transactions (rows as arrays, one pass; SQLite and
+ * PostgreSQL hand over dates, booleans and JSON differently) and through the ORM's result mapper
+ * inside them: every path must give what the ORM would hydrate, dates, booleans, nullable columns
+ * and JSON included.
  */
 describeEachDialect('prepared reads', (dialect) => {
   let server: TestServer;
