@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { AuthRuntime } from '../../src/auth/runtime.js';
 import { FailureThrottle } from '../../src/auth/throttle.js';
+import { LocalEventBus } from '../../src/events/bus.js';
 import { loadConfig } from '../../src/config.js';
 import type { AppServices } from '../../src/gateway/schema/context.js';
 import { ManualClock, systemClock } from '../../src/kernel/clock.js';
@@ -94,6 +95,7 @@ describeWithRedis('auth throttle when Redis stops answering', () => {
         db: database.db,
         secrets,
         logger,
+        bus: new LocalEventBus(),
       } as unknown as AppServices;
       const store = await openCounterStore({
         redisUrl: config.redisUrl,
