@@ -5,7 +5,7 @@ import { AppError, badInput, conflict, notFound } from '../kernel/errors.js';
 import { isUuid } from '../kernel/ids.js';
 import { checkText } from '../kernel/text.js';
 import { parsePlan, type Plan } from '../kernel/plans.js';
-import { DEFAULT_KEY_SCOPES, parseScopes } from '../kernel/scopes.js';
+import { DEFAULT_KEY_SCOPES, parseCredentialScopes } from '../kernel/scopes.js';
 import { Account, ApiKey, User } from './entities.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
@@ -142,7 +142,7 @@ export async function createApiKey(
 ): Promise<CreatedKey> {
   const account = await getAccount(em, input.accountId);
   const name = input.name === undefined ? 'API key' : requireText('name', input.name, 200);
-  const scopes = input.scopes === undefined ? DEFAULT_KEY_SCOPES : parseScopes(input.scopes);
+  const scopes = input.scopes === undefined ? DEFAULT_KEY_SCOPES : parseCredentialScopes(input.scopes);
   if (scopes.length === 0) throw badInput('scopes', 'must name at least one scope');
   const now = clock.now();
   if (input.expiresAt && input.expiresAt.getTime() <= now.getTime()) {

@@ -12,7 +12,6 @@ import { stageEvents } from '../events/stage.js';
 import { badInput } from '../kernel/errors.js';
 import { CREDENTIAL_REVOKED } from '../kernel/events.js';
 import type { Principal } from '../kernel/principal.js';
-import { SESSION_ONLY_SCOPES } from '../kernel/scopes.js';
 import { requirePrincipal, type GatewayContext } from '../gateway/schema/context.js';
 import { RequiresScopes } from '../gateway/schema/directives.js';
 import {
@@ -180,13 +179,10 @@ class OAuthAppInput {
   confidential!: boolean;
 }
 
-/** A scope list a signed-in user may put on a key or an app: `admin` only with the admin role, no session-only scope. */
+/** A scope list a signed-in user may put on a key or an app: `admin` only with the admin role (session-only scopes are refused by the services). */
 function grantableScopes(principal: Principal, scopes: readonly string[]): readonly string[] {
   if (scopes.includes('admin') && !principal.scopes.has('admin'))
     throw badInput('scopes', 'admin may only be granted by a user with the admin role');
-  const sessionOnly = scopes.filter((s) => (SESSION_ONLY_SCOPES as readonly string[]).includes(s));
-  if (sessionOnly.length > 0)
-    throw badInput('scopes', `${sessionOnly.join(', ')} belongs to console sessions only`);
   return scopes;
 }
 

@@ -3,7 +3,7 @@ import type { User } from '../accounts/entities.js';
 import { getAccount } from '../accounts/service.js';
 import { constantTimeEqual, newSecret, sha256Hex } from '../kernel/crypto.js';
 import { badInput, conflict, notFound } from '../kernel/errors.js';
-import { parseScopes } from '../kernel/scopes.js';
+import { parseCredentialScopes } from '../kernel/scopes.js';
 import { OAuthClient } from './entities.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
@@ -120,7 +120,7 @@ export async function createClient(
     );
   }
   const redirectUris = parseRedirectUris(input.redirectUris, grantTypes);
-  const scopes = parseScopes(input.scopes);
+  const scopes = parseCredentialScopes(input.scopes);
   if (scopes.length === 0) throw badInput('scopes', 'must name at least one scope');
   if (scopes.includes('admin') && registrar && !registrar.roles.includes('admin')) {
     throw badInput('scopes', 'admin may only be allowed by a user with the admin role');

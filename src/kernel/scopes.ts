@@ -116,6 +116,18 @@ export function parseScopes(input: string | readonly string[], field = 'scopes')
   return ALL_SCOPES.filter((s) => wanted.has(s));
 }
 
+/**
+ * The scopes of a credential (an API key or an OAuth app): `parseScopes`, refusing the session-only
+ * ones, which no key or app may hold whoever creates it (console, schema or CLI).
+ */
+export function parseCredentialScopes(input: string | readonly string[], field = 'scopes'): Scope[] {
+  const scopes = parseScopes(input, field);
+  const sessionOnly = scopes.filter((s) => SESSION_ONLY_SCOPES.includes(s));
+  if (sessionOnly.length > 0)
+    throw badInput(field, `${sessionOnly.join(', ')} belongs to console sessions only`, { sessionOnly });
+  return scopes;
+}
+
 /** `admin` satisfies every scope. */
 export function hasScope(granted: ReadonlySet<string>, scope: string): boolean {
   return granted.has('admin') || granted.has(scope);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Account } from '../../src/accounts/entities.js';
+import { Account, ApiKey } from '../../src/accounts/entities.js';
 import { WebhookEndpoint, WebhookEndpointStatus } from '../../src/events/entities.js';
 import { verifySignature } from '../../src/events/signature.js';
 import { systemClock } from '../../src/kernel/clock.js';
@@ -140,9 +140,15 @@ describeEachDialect('console additions to the schema: webhook test events, keys 
     expect(liquidity.body.errors![0]!.extensions!.code).toBe('PLAN_REQUIRED');
   });
 
-  it('keeps keys and apps to console sessions: an API key gets 403, even one with admin or the scope itself', async () => {
+  it('keeps keys and apps to console sessions: no key can hold the scope, and an API key gets 403, even with admin', async () => {
     const admin = await createKey(server, { accountId: analyst.accountId, scopes: 'admin' });
-    const named = await createKey(server, { accountId: analyst.accountId, scopes: 'credentials:manage' });
+    // The service every door (console, schema, CLI) creates keys through refuses the session-only scope,
+    // before anything is written.
+    const keysBefore = await server.database.db.em().count(ApiKey, { account: analyst.accountId });
+    await expect(
+      createKey(server, { accountId: analyst.accountId, scopes: 'read:port_calls credentials:manage' }),
+    ).rejects.toThrow('credentials:manage belongs to console sessions only');
+    expect(await server.database.db.em().count(ApiKey, { account: analyst.accountId })).toBe(keysBefore);
     for (const query of [
       '{ apiKeys { id } }',
       '{ sandboxKeys { id } }',
@@ -161,13 +167,11 @@ describeEachDialect('console additions to the schema: webhook test events, keys 
       const plain = await gql(server.url, query, { key: analystKey() });
       expect(plain.status, query).toBe(403);
       expect(plain.body.errors![0]!.message, query).toBe('Missing required scope: credentials:manage');
-      for (const key of [admin.secret, named.secret]) {
-        const res = await gql(server.url, query, { key });
-        expect(res.body.errors![0]!.extensions!.code, query).toBe('FORBIDDEN');
-        expect(res.body.errors![0]!.message, query).toMatch(
-          /can be managed only by a signed-in user \(the console's session\), not with an API key$/,
-        );
-      }
+      const res = await gql(server.url, query, { key: admin.secret });
+      expect(res.body.errors![0]!.extensions!.code, query).toBe('FORBIDDEN');
+      expect(res.body.errors![0]!.message, query).toMatch(
+        /can be managed only by a signed-in user \(the console's session\), not with an API key$/,
+      );
     }
   });
 
