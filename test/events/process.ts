@@ -26,11 +26,25 @@ export interface GatewayProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `node --import tsx src/main.ts` as an operator would, and waits until it listens. */
+/**
+ * Starts `node --import tsx src/main.ts` as an operator would, and waits until it listens. The free
+ * port can be taken by another test file between `freePort` and the child's listen: that start is
+ * tried again on a new port (a few times), any other failure is thrown at once.
+ */
 export async function startGatewayProcess(
   env: Record<string, string>,
   timeoutMs = 60_000,
 ): Promise<GatewayProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startGatewayOnce(env, timeoutMs);
+    } catch (e) {
+      if (attempt >= 3 || !String(e).includes('EADDRINUSE') || env.PORT !== undefined) throw e;
+    }
+  }
+}
+
+async function startGatewayOnce(env: Record<string, string>, timeoutMs: number): Promise<GatewayProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
