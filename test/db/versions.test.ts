@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { knexIn } from '../../src/db/knex.js';
 import { LISTENER_APPLICATION_NAME, ReadModelVersions } from '../../src/db/versions.js';
+import { ServiceType, Vendor } from '../../src/port-ops/entities.js';
 import { describeEachDialect, describeWithPostgres } from '../helpers/env.js';
 import { servedWithin } from '../helpers/served.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -77,6 +79,54 @@ describeEachDialect('version reads from the database', (dialect) => {
 
   it('the gateway reads from memory only on PostgreSQL', () => {
     expect(server.app.services.versions.inMemory).toBe(dialect === 'postgresql');
+  });
+});
+
+/*
+ * The triggers behind the port-operations versions (Migration20261125000300PortOpsVersions, and on
+ * PostgreSQL Migration20261128000900StatementVersionTriggers: once per statement, from its
+ * transition tables). One statement writing rows of two accounts moves both accounts' versions,
+ * for an insert, an update and a delete.
+ */
+describeEachDialect('version triggers', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect });
+  });
+  afterAll(() => server?.close());
+
+  it("one statement over two accounts' rows moves both accounts' versions, for every kind of write", async () => {
+    const knex = knexIn(server.database.db.em() as EntityManager);
+    const accounts = server.demo.accounts.slice(0, 2).map((a) => a.accountId);
+    const versions = async () => {
+      const rows: Array<{ name: string; version: number | string }> = await knex('read_model_versions')
+        .whereIn(
+          'name',
+          accounts.map((a) => `port-ops:${a}`),
+        )
+        .select('name', 'version');
+      return accounts.map((a) => Number(rows.find((r) => r.name === `port-ops:${a}`)?.version ?? 0));
+    };
+    const moved = async (write: () => Promise<unknown>) => {
+      const before = await versions();
+      await write();
+      const after = await versions();
+      after.forEach((v, i) => expect(v, `account ${i + 1}`).toBeGreaterThan(before[i]!));
+    };
+    const em = server.database.db.em();
+    const vendors = accounts.map((accountId, i) => ({
+      id: randomUUID(),
+      accountId,
+      name: `Trigger test vendor ${i + 1}`,
+      services: [ServiceType.BUNKERING],
+      ports: ['NLRTM'],
+      active: true,
+      createdAt: new Date(),
+    }));
+    const ids = { id: { $in: vendors.map((v) => v.id) } };
+    await moved(() => em.insertMany(Vendor, vendors));
+    await moved(() => em.nativeUpdate(Vendor, ids, { name: 'Renamed by one statement' }));
+    await moved(() => em.nativeDelete(Vendor, ids));
   });
 });
 

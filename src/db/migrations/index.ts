@@ -18,6 +18,7 @@ import { Migration20261125000300PortOpsVersions } from './Migration2026112500030
 import { Migration20261128000500OpenIdConnect } from './Migration20261128000500OpenIdConnect.js';
 import { Migration20261128000700ConsoleRequestLog } from './Migration20261128000700ConsoleRequestLog.js';
 import { Migration20261128000800VersionNotices } from './Migration20261128000800VersionNotices.js';
+import { Migration20261128000900StatementVersionTriggers } from './Migration20261128000900StatementVersionTriggers.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -43,4 +44,8 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261128000500OpenIdConnect', class: Migration20261128000500OpenIdConnect },
   { name: 'Migration20261128000700ConsoleRequestLog', class: Migration20261128000700ConsoleRequestLog },
   { name: 'Migration20261128000800VersionNotices', class: Migration20261128000800VersionNotices },
+  {
+    name: 'Migration20261128000900StatementVersionTriggers',
+    class: Migration20261128000900StatementVersionTriggers,
+  },
 ];
