@@ -23,11 +23,18 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startAuthServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const port = await freePort();
-  return startTestServer({
-    ...options,
-    env: { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...options.env },
-  });
+  // Another test file can take the port between `freePort` and the listen: try a new one then.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await startTestServer({
+        ...options,
+        env: { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...options.env },
+      });
+    } catch (e) {
+      if (attempt >= 3 || !String(e).includes('EADDRINUSE')) throw e;
+    }
+  }
 }
 
 export const PASSWORD = 'correct horse battery staple';

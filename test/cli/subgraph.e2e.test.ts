@@ -1,49 +1,25 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../events/process.js';
-
-const ROOT = join(import.meta.dirname, '..', '..');
+import { CLI, ROOT, startListening, type ListeningProcess } from '../helpers/processes.js';
 
 /** `tidegate serve --subgraph port-ops`, as README's "Running as subgraphs" starts it. */
 describe('tidegate serve --subgraph', () => {
   let dir: string;
-  let child: ChildProcess;
+  let subgraph: ListeningProcess;
   let url: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tidegate-subgraph-'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'serve', '--subgraph', 'port-ops'],
-      {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          HOST: '127.0.0.1',
-          PORT: String(port),
-          DATABASE_URL: join(dir, 'db.sqlite'),
-          DOCUMENTS_DIR: join(dir, 'documents'),
-          SECRETS_KEY_FILE: join(dir, 'secrets.key'),
-          LOG_LEVEL: 'warn',
-        },
-        stdio: 'ignore',
-      },
-    );
-    for (let i = 0; i < 600; i++) {
-      if ((await fetch(`${url}/healthz`).catch(() => null))?.ok) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error('the subgraph process did not start');
+    subgraph = await startListening([CLI, 'serve', '--subgraph', 'port-ops'], {
+      DATABASE_URL: join(dir, 'db.sqlite'),
+      DOCUMENTS_DIR: join(dir, 'documents'),
+      SECRETS_KEY_FILE: join(dir, 'secrets.key'),
+    });
+    url = subgraph.url;
   }, 90_000);
   afterAll(async () => {
-    if (child?.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
+    await subgraph?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,18 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-
-const ROOT = join(import.meta.dirname, '..', '..');
-
-/** A port nobody listens on right now (PORT=0 would work but the URL is then not printed up front). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
+import { listeningUrl, MAIN, ROOT } from '../helpers/processes.js';
 
 export interface GatewayProcess {
   url: string;
@@ -27,31 +14,20 @@ export interface GatewayProcess {
 }
 
 /**
- * Starts `node --import tsx src/main.ts` as an operator would, and waits until it listens. The free
- * port can be taken by another test file between `freePort` and the child's listen: that start is
- * tried again on a new port (a few times), any other failure is thrown at once.
+ * Starts the compiled service (`npm start`) as an operator would, and waits until it listens. It
+ * listens on a port the system picks (`PORT=0`, unless `env` names one) and the URL is read from its
+ * `listening on` line: a port chosen beforehand could be taken by another test file in between.
  */
 export async function startGatewayProcess(
   env: Record<string, string>,
   timeoutMs = 60_000,
 ): Promise<GatewayProcess> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startGatewayOnce(env, timeoutMs);
-    } catch (e) {
-      if (attempt >= 3 || !String(e).includes('EADDRINUSE') || env.PORT !== undefined) throw e;
-    }
-  }
-}
-
-async function startGatewayOnce(env: Record<string, string>, timeoutMs: number): Promise<GatewayProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [MAIN], {
     cwd: ROOT,
     env: {
       ...process.env,
       HOST: '127.0.0.1',
-      PORT: String(port),
+      PORT: '0',
       LOG_LEVEL: 'info',
       DEMO_SEED: 'false',
       ...env,
@@ -72,7 +48,7 @@ async function startGatewayOnce(env: Record<string, string>, timeoutMs: number):
       timeoutMs,
     );
     const check = () => {
-      if (output.includes('tidegate listening on')) {
+      if (/tidegate listening on/.test(output)) {
         clearTimeout(timer);
         // The demo banner goes to stderr before this line goes to stdout (pipes are written
         // synchronously on Linux), but the two pipes are read independently: one more turn of the
@@ -87,7 +63,7 @@ async function startGatewayOnce(env: Record<string, string>, timeoutMs: number):
     });
   });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: listeningUrl(output)!,
     child,
     output: () => output,
     stdout: () => stdout,

@@ -1,21 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { emptyDatabase } from '../helpers/db.js';
 import { describeEachDialect } from '../helpers/env.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { listeningUrl, MAIN } from '../helpers/processes.js';
 
 /**
  * A first start prints the demo banner on stderr and then logs `listening on` on stdout: separate
@@ -23,19 +15,19 @@ async function freePort(): Promise<number> {
  */
 const WITH_BANNER = [/listening on/, /Try:\s+curl/];
 
+/** The compiled service on a port the system picks; `port` is the one it printed. */
 async function startProcess(
   dir: string,
-  port: number,
   databaseUrl: string,
   env: Record<string, string> = {},
   /** What the output must show before the process counts as started (a fresh database adds the banner). */
   ready: RegExp[] = [/listening on/],
-): Promise<{ child: ChildProcess; output: () => string }> {
+): Promise<{ child: ChildProcess; output: () => string; port: number }> {
   mkdirSync(dir, { recursive: true });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [MAIN], {
     env: {
       ...process.env,
-      PORT: String(port),
+      PORT: '0',
       DATABASE_URL: databaseUrl,
       DOCUMENTS_DIR: join(dir, 'documents'),
       LOG_LEVEL: 'info',
@@ -48,7 +40,8 @@ async function startProcess(
   child.stderr!.on('data', (d) => (out += d));
   // A loaded machine can take over 30 s to start a process; wait as long as the other process tests do.
   for (let i = 0; i < 600; i++) {
-    if (ready.every((r) => r.test(out))) return { child, output: () => out };
+    if (ready.every((r) => r.test(out)))
+      return { child, output: () => out, port: Number(new URL(listeningUrl(out)!).port) };
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`server did not start:\n${out}`);
@@ -76,9 +69,9 @@ describeEachDialect('process lifecycle', (dialect) => {
     'prints demo credentials on the first start only, and serves /healthz and /readyz',
     { timeout: 180_000 },
     async () => {
-      const port = await freePort();
       const databaseUrl = await freshDatabase('first');
-      const first = await startProcess(join(dir, 'first'), port, databaseUrl, {}, WITH_BANNER);
+      const first = await startProcess(join(dir, 'first'), databaseUrl, {}, WITH_BANNER);
+      const { port } = first;
       expect(first.output()).toMatch(/demo credentials/);
       // The hint names the address the server really listens on.
       expect(first.output()).toContain(
@@ -90,7 +83,7 @@ describeEachDialect('process lifecycle', (dialect) => {
       first.child.kill('SIGTERM');
       await new Promise((r) => first.child.once('exit', r));
 
-      const second = await startProcess(join(dir, 'first'), port, databaseUrl);
+      const second = await startProcess(join(dir, 'first'), databaseUrl);
       expect(second.output()).not.toMatch(/demo credentials|tg_|password/);
       second.child.kill('SIGINT');
       expect(await new Promise((r) => second.child.once('exit', (code) => r(code)))).toBe(0);
@@ -101,10 +94,8 @@ describeEachDialect('process lifecycle', (dialect) => {
     'on SIGTERM finishes in-flight requests, closes WebSockets with 1001 and exits 0',
     { timeout: 180_000 },
     async () => {
-      const port = await freePort();
-      const { child, output } = await startProcess(
+      const { child, output, port } = await startProcess(
         join(dir, 'fresh'),
-        port,
         await freshDatabase('fresh'),
         {},
         WITH_BANNER,
@@ -147,9 +138,10 @@ describeEachDialect('process lifecycle', (dialect) => {
     'after SIGTERM, a request on a kept-alive connection is answered with Connection: close, not reset',
     { timeout: 180_000 },
     async () => {
-      const port = await freePort();
-      const { child } = await startProcess(join(dir, 'keepalive'), port, await freshDatabase('keepalive'), {
+      // No demo: the connection's requests are health checks.
+      const { child, port } = await startProcess(join(dir, 'keepalive'), await freshDatabase('keepalive'), {
         SHUTDOWN_DRAIN_MS: '1500',
+        DEMO_SEED: 'false',
       });
       const socket = connect(port, '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));

@@ -97,7 +97,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     : options.seed === false
       ? { accounts: [], admin: { email: '', password: '', accountId: '' } }
       : await seedDemo(database.db, { clock, config, versions: app.services.versions });
-  const url = await app.listen();
+  let url: string;
+  try {
+    url = await app.listen();
+  } catch (e) {
+    // A chosen PORT taken meanwhile (EADDRINUSE): close what was opened, the caller may try again.
+    await app.close();
+    await database.drop();
+    throw e;
+  }
   return {
     url,
     app,

@@ -1,20 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listeningUrl, MAIN } from '../helpers/processes.js';
 import { gql, rest } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /*
  * The request log is the real process's stdout (pino at info level), so this test runs the
@@ -28,12 +19,10 @@ describe('signed upload URLs stay out of the request log', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tidegate-uplog-'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    child = spawn(process.execPath, [MAIN], {
       env: {
         ...process.env,
-        PORT: String(port),
+        PORT: '0',
         HOST: '127.0.0.1',
         DATABASE_URL: join(dir, 'db.sqlite'),
         DOCUMENTS_DIR: join(dir, 'documents'),
@@ -49,6 +38,7 @@ describe('signed upload URLs stay out of the request log', () => {
       (out) => /listening on/.test(out) && /Try:\s+curl/.test(out),
       { timeoutMs: 50_000, what: (out) => `the server to start:\n${out}` },
     );
+    url = listeningUrl(output)!;
   }, 60_000);
 
   afterAll(async () => {
