@@ -1,5 +1,4 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from './wait.js';
 
@@ -8,7 +7,7 @@ import { waitFor } from './wait.js';
  * run the compiled service, as `npm start` and the `tidegate` bin do: `dist/` is what operators
  * run, and a process started from it needs no TypeScript loader (tsx transpiles every module of
  * `src/` on a start, seconds on a loaded machine). `ensureBuilt()` (the global setup) rebuilds
- * `dist/` when a source is newer than it, so a test never runs yesterday's build.
+ * `dist/` when the sources changed since it was built, so a test never runs yesterday's build.
  */
 
 export const ROOT = join(import.meta.dirname, '..', '..');
@@ -17,25 +16,17 @@ export const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 /** The operator CLI (`tidegate`), which runs the compiled CLI. */
 export const CLI = join(ROOT, 'src', 'bin', 'tidegate.mjs');
 
-/** What the build reads: newer than `dist/src/main.js` means `dist/` is stale. */
-const SOURCES = ['src', 'schema', 'package.json', 'tsconfig.json'];
-
-function newestMtime(path: string): number {
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry)));
-  return newest;
-}
-
-/** Builds `dist/` (`npm run build`) when it is missing or older than a source; says so on stderr. */
+/**
+ * Builds `dist/` (`npm run build`) when it is missing or was built from other sources than these
+ * (`src/bin/build-stamp.mjs --check` compares a digest of them with the one the build wrote).
+ */
 export function ensureBuilt(): void {
-  const built = existsSync(MAIN) ? statSync(MAIN).mtimeMs : 0;
-  const sources = Math.max(...SOURCES.map((s) => newestMtime(join(ROOT, s))));
-  if (built >= sources) return;
-  process.stderr.write(
-    built ? 'dist/ is older than the sources: npm run build\n' : 'dist/ is missing: npm run build\n',
-  );
+  try {
+    execFileSync(process.execPath, [join(ROOT, 'src', 'bin', 'build-stamp.mjs'), '--check']);
+    return;
+  } catch {
+    process.stderr.write('dist/ was built from other sources (or is missing): npm run build\n');
+  }
   execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
