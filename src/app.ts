@@ -34,6 +34,7 @@ import { observedPublisher } from './events/module.js';
 import type { RunningModule } from './gateway/schema/module.js';
 import { LiquidityReadModel } from './liquidity/read-model.js';
 import { uploadSecretOf } from './port-ops/documents.js';
+import { ReferenceRows } from './port-ops/reference-rows.js';
 import { VesselCache } from './port-ops/vessel-cache.js';
 import { registerPlayground } from './playground/http.js';
 
@@ -144,6 +145,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     // Domain state the resolvers reach through their context (each declared by its domain).
     readModel: new LiquidityReadModel(db, versions, fastify.log, config.readModelPollMs),
     vessels: new VesselCache(clock),
+    referenceRows: new ReferenceRows(versions),
     documentUploadSecret: uploadSecretOf(config, secrets),
   };
   // PostgreSQL: listen for version notices before serving, so that warm reads start from memory.

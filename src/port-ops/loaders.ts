@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityClass } from '@mikro-orm/core';
 import { preparedIn } from '../db/prepared.js';
 import type { GatewayContext } from '../gateway/schema/context.js';
-import { Port, PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor, Vessel } from './entities.js';
+import { PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor } from './entities.js';
 
 /*
  * Every relation of the port-ops graph goes through a per-request DataLoader: one statement per
@@ -44,15 +44,11 @@ function chronological<T extends { id: string }>(groups: T[][], at: (row: T) => 
   return groups;
 }
 
-const vesselById = byId(Vessel);
-const portById = byId(Port);
 const vendorById = byId(Vendor);
 const portCallById = byId(PortCall);
 
-export const loadVessel = (ctx: GatewayContext, id: string) =>
-  ctx.loaders.get('port-ops.vessel', vesselById).load(id);
-export const loadPort = (ctx: GatewayContext, id: string) =>
-  ctx.loaders.get('port-ops.port', portById).load(id);
+// Vessels and ports, shared reference data, come from the rows kept per data version.
+export { loadPort, loadVessel } from './reference-rows.js';
 export const loadVendor = (ctx: GatewayContext, id: string) =>
   ctx.loaders.get('port-ops.vendor', vendorById).load(id);
 export const loadPortCall = (ctx: GatewayContext, id: string) =>

@@ -15,6 +15,7 @@ import { Connection } from '../gateway/schema/connection.js';
 import { requirePrincipal, serviceDeps, type GatewayContext } from '../gateway/schema/context.js';
 import { RequiresScopes } from '../gateway/schema/directives.js';
 import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/schema/paging.js';
+import { andThen } from '../kernel/maybe-async.js';
 import { findOwnedOrNull } from './common.js';
 import {
   Port,
@@ -154,13 +155,13 @@ export class PortCallResolver {
   @FieldResolver(() => String, {
     description: "The vessel's IMO number (part of the call itself, so read:port_calls suffices).",
   })
-  async vesselImo(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
-    return (await loadVessel(ctx, call.vesselId)).imo;
+  vesselImo(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return andThen(loadVessel(ctx, call.vesselId), (vessel) => vessel.imo);
   }
 
   @FieldResolver(() => String, { description: "The port's UN/LOCODE." })
-  async portLocode(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
-    return (await loadPort(ctx, call.portId)).locode;
+  portLocode(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
+    return andThen(loadPort(ctx, call.portId), (port) => port.locode);
   }
 
   @FieldResolver(() => [ServiceOrder], { description: 'Every service order of the call, oldest first.' })

@@ -113,9 +113,13 @@ export interface OperationMeta {
   errorCodes?: string[];
 }
 
-/** DataLoaders are per request: created on first use and shared by every resolver of the request. */
+/**
+ * DataLoaders are per request: created on first use and shared by every resolver of the request;
+ * so are values a request works out once (`once`), such as the data version its loads read.
+ */
 export class LoaderRegistry {
   private readonly loaders = new Map<string, DataLoader<unknown, unknown>>();
+  private values: Map<string, unknown> | undefined;
 
   constructor(private readonly ctx: { em: EntityManager }) {}
 
@@ -129,6 +133,15 @@ export class LoaderRegistry {
       this.loaders.set(name, loader as DataLoader<unknown, unknown>);
     }
     return loader;
+  }
+
+  /** The value `make` gives on this request's first call under `name`, the same one on every later call. */
+  once<T>(name: string, make: () => T): T {
+    const values = (this.values ??= new Map());
+    if (values.has(name)) return values.get(name) as T;
+    const value = make();
+    values.set(name, value);
+    return value;
   }
 }
 
