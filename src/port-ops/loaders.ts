@@ -44,32 +44,45 @@ function chronological<T extends { id: string }>(groups: T[][], at: (row: T) => 
   return groups;
 }
 
+/** Every batch here is prepared reads only: the request forks no entity manager for them. */
+const PREPARED = { prepared: true };
+
 const vendorById = byId(Vendor);
 const portCallById = byId(PortCall);
 
 // Vessels and ports, shared reference data, come from the rows kept per data version.
 export { loadPort, loadVessel } from './reference-rows.js';
 export const loadVendor = (ctx: GatewayContext, id: string) =>
-  ctx.loaders.get('port-ops.vendor', vendorById).load(id);
+  ctx.loaders.get('port-ops.vendor', vendorById, PREPARED).load(id);
 export const loadPortCall = (ctx: GatewayContext, id: string) =>
-  ctx.loaders.get('port-ops.portCall', portCallById).load(id);
+  ctx.loaders.get('port-ops.portCall', portCallById, PREPARED).load(id);
 
 export const loadServiceOrders = (ctx: GatewayContext, portCallId: string) =>
   ctx.loaders
-    .get<string, ServiceOrder[]>('port-ops.serviceOrdersByCall', async (em, ids) =>
-      chronological(
-        groupBy(await preparedIn(em, ServiceOrder, 'portCallId', ids), 'portCallId', ids),
-        (o) => o.createdAt,
-      ),
+    .get<string, ServiceOrder[]>(
+      'port-ops.serviceOrdersByCall',
+      async (em, ids) =>
+        chronological(
+          groupBy(await preparedIn(em, ServiceOrder, 'portCallId', ids), 'portCallId', ids),
+          (o) => o.createdAt,
+        ),
+      PREPARED,
     )
     .load(portCallId);
 
 export const loadStatusHistory = (ctx: GatewayContext, subjectType: StatusSubject, subjectId: string) =>
   ctx.loaders
-    .get<string, StatusChange[]>(`port-ops.history.${subjectType}`, async (em, ids) =>
-      chronological(
-        groupBy(await preparedIn(em, StatusChange, 'subjectId', ids, {}, { subjectType }), 'subjectId', ids),
-        (c) => c.recordedAt,
-      ),
+    .get<string, StatusChange[]>(
+      `port-ops.history.${subjectType}`,
+      async (em, ids) =>
+        chronological(
+          groupBy(
+            await preparedIn(em, StatusChange, 'subjectId', ids, {}, { subjectType }),
+            'subjectId',
+            ids,
+          ),
+          (c) => c.recordedAt,
+        ),
+      PREPARED,
     )
     .load(subjectId);

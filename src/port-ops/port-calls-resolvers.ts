@@ -82,9 +82,11 @@ export class PortCallResolver {
     @Ctx() ctx: GatewayContext,
   ) {
     const page = pageOf(args);
+    // A LOCODE or IMO filter is looked up as an entity (the request's entity manager); the page
+    // itself is a prepared read, which needs no fork of its own.
     return pagedConnection(
       await listPortCalls(
-        ctx.em,
+        portLocode || vesselImo ? ctx.em : ctx.reads,
         requirePrincipal(ctx),
         { status, portLocode, vesselImo, etaFrom, etaTo },
         page,

@@ -69,12 +69,16 @@ function byId<T extends Vessel | Port>(
     const row = kept(snapshot).get(id);
     if (row) return row;
     return ctx.loaders
-      .get<string, T>(`port-ops.reference.${entity.name}`, async (em: EntityManager, ids) => {
-        const rows = await preparedIn(em, entity, 'id', ids);
-        const map = kept(snapshot);
-        for (const r of rows) map.set(r.id, r);
-        return ids.map((key) => map.get(key) ?? new Error(`${entity.name} ${key} vanished`));
-      })
+      .get<string, T>(
+        `port-ops.reference.${entity.name}`,
+        async (em: EntityManager, ids) => {
+          const rows = await preparedIn(em, entity, 'id', ids);
+          const map = kept(snapshot);
+          for (const r of rows) map.set(r.id, r);
+          return ids.map((key) => map.get(key) ?? new Error(`${entity.name} ${key} vanished`));
+        },
+        { prepared: true },
+      )
       .load(id);
   });
 }

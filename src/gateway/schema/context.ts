@@ -96,6 +96,13 @@ export interface GatewayContext {
   readonly requestId: string;
   readonly principal: Principal | null;
   readonly em: EntityManager;
+  /**
+   * The ORM's root entity manager, for prepared reads only (src/db/prepared.ts), which load no
+   * entities and so need no identity map: a request whose reads are all prepared forks no entity
+   * manager (a fork cost more CPU than the 10-row page it served). Such a read joins the
+   * transaction of the async context it runs in, if any.
+   */
+  readonly reads: EntityManager;
   readonly services: AppServices;
   readonly loaders: LoaderRegistry;
   /** The operation's time budget (GRAPHQL_DEADLINE_MS), checked by long computations. */
@@ -121,15 +128,21 @@ export class LoaderRegistry {
   private readonly loaders = new Map<string, DataLoader<unknown, unknown>>();
   private values: Map<string, unknown> | undefined;
 
-  constructor(private readonly ctx: { em: EntityManager }) {}
+  constructor(private readonly ctx: { em: EntityManager; reads: EntityManager }) {}
 
+  /**
+   * The request's loader under `name`. `batch` gets the request's entity manager, or with
+   * `prepared` (a batch of prepared reads only) the ORM's root one (`GatewayContext.reads`).
+   */
   get<K, V>(
     name: string,
     batch: (em: EntityManager, keys: readonly K[]) => Promise<ReadonlyArray<V | Error>>,
+    options: { prepared?: boolean } = {},
   ): DataLoader<K, V> {
     let loader = this.loaders.get(name) as DataLoader<K, V> | undefined;
     if (!loader) {
-      loader = new DataLoader<K, V>((keys) => batch(this.ctx.em, keys), { maxBatchSize: 500 });
+      const em = () => (options.prepared ? this.ctx.reads : this.ctx.em);
+      loader = new DataLoader<K, V>((keys) => batch(em(), keys), { maxBatchSize: 500 });
       this.loaders.set(name, loader as DataLoader<unknown, unknown>);
     }
     return loader;
@@ -166,6 +179,10 @@ class RequestScope implements GatewayContext {
 
   get em(): EntityManager {
     return (this.forked ??= this.services.db.em());
+  }
+
+  get reads(): EntityManager {
+    return this.services.db.root;
   }
 
   get loaders(): LoaderRegistry {
