@@ -93,6 +93,8 @@ describeWithChromium('the playground in headless Chromium with the network cut o
     const page = await newPage();
     await expect(page.goto('http://203.0.113.7/probe')).rejects.toThrow(/ERR_INTERNET_DISCONNECTED/);
     expect(offMachine).toEqual(['http://203.0.113.7/probe']);
+    // Closed: Chromium may reload a failed page on its own, which the next test would record.
+    await page.close();
   });
 
   it('loads from GET /graphql with schema docs and autocomplete; after sign-in one click gives a sandbox key the IDE uses at once', async () => {
