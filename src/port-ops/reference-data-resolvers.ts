@@ -48,7 +48,7 @@ export class VesselResolver {
   @RequiresScopes('read:vessels')
   async vessels(@Args(() => OffsetPageArgs) args: OffsetPageArgs, @Ctx() ctx: GatewayContext) {
     const page = pageOf(args);
-    return pagedConnection(await findPage(ctx.em, Vessel, {}, { name: 'asc', id: 'asc' }, page), page);
+    return pagedConnection(await findPage(ctx.reads, Vessel, {}, { name: 'asc', id: 'asc' }, page), page);
   }
 
   @Mutation(() => Vessel, { description: 'Adds a vessel to the shared register (admin only).' })
@@ -75,7 +75,7 @@ export class PortResolver {
   @RequiresScopes('read:port_calls', 'read:vessels')
   async ports(@Args(() => OffsetPageArgs) args: OffsetPageArgs, @Ctx() ctx: GatewayContext) {
     const page = pageOf(args);
-    return pagedConnection(await findPage(ctx.em, Port, {}, { locode: 'asc' }, page), page);
+    return pagedConnection(await findPage(ctx.reads, Port, {}, { locode: 'asc' }, page), page);
   }
 
   @Mutation(() => Port, { description: 'Adds a port to the shared register (admin only).' })

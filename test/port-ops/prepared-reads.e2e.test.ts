@@ -56,6 +56,26 @@ describeEachDialect('requests of prepared reads fork no entity manager', (dialec
     ).toBe(0);
   });
 
+  it('the vessel and port registers', async () => {
+    for (const path of ['/v1/ports', '/v1/ports?limit=3&offset=2']) {
+      expect(
+        await forksOf(async () => {
+          const res = await rest(server.url, path, { key });
+          expect(res.status).toBe(200);
+          expect(res.body.data.length).toBeGreaterThan(0);
+        }),
+      ).toBe(0);
+    }
+    expect(
+      await forksOf(async () => {
+        const answer = await gql(server.url, '{ vessels(first: 5) { totalCount nodes { imo name } } }', {
+          key,
+        });
+        expect((answer.body.data as Json).vessels.nodes).toHaveLength(5);
+      }),
+    ).toBe(0);
+  });
+
   it('a list filtered by IMO (an entity lookup) and a single call (loaded as an entity) fork one', async () => {
     const [call] = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=1', { key })).body
       .data as Json[];
