@@ -89,7 +89,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   if (!options.db) await db.migrate();
 
   const metrics = new Metrics();
-  const telemetry = options.telemetry ?? Telemetry.create(config);
+  const telemetry = options.telemetry ?? (await Telemetry.create(config));
   telemetry.traceStatements(db);
   metrics.observePool(() => poolSnapshot(db));
   const fastify = Fastify({

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAIN, startListening } from '../helpers/processes.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'src', 'bin', 'tidegate.mjs');
@@ -62,5 +63,26 @@ const heavyIn = (urls: string[]) =>
     expect(heavyIn(urls).some((url) => url.includes('/node_modules/@mikro-orm/'))).toBe(true);
     // Only what the command needs: no GraphQL server, no HTTP framework.
     expect(urls.filter((url) => /\/node_modules\/(fastify|@apollo)\//.test(url))).toEqual([]);
+  });
+
+  it('the server loads the OpenTelemetry SDK only when tracing is on', async () => {
+    const sdkIn = (urls: string[]) => urls.filter((url) => url.includes('/node_modules/@opentelemetry/sdk-'));
+    const serve = async (env: Record<string, string>) => {
+      const log = join(dir, `loads-${++runs}.txt`);
+      const server = await startListening(['--import', RECORDER, MAIN], {
+        RECORD_LOADS_TO: log,
+        DATABASE_URL: join(dir, `serve-${runs}.sqlite`),
+        DOCUMENTS_DIR: join(dir, `documents-${runs}`),
+        DEMO_SEED: 'false',
+        ...env,
+      });
+      await server.stop();
+      return readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    };
+    const off = await serve({});
+    expect(off.some((url) => url.endsWith('/dist/src/app.js'))).toBe(true);
+    expect(sdkIn(off)).toEqual([]);
+    // Nothing listens there: spans would be dropped, and the server starts all the same.
+    expect(sdkIn(await serve({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }))).not.toEqual([]);
   });
 });

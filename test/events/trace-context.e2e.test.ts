@@ -32,7 +32,7 @@ describeWithPostgres('webhook delivery spans across processes', () => {
     staging = await startTestServer({
       dialect: 'postgresql',
       env: { WEBHOOK_WORKER: 'false' },
-      telemetry: tracing(stagingSpans),
+      telemetry: await tracing(stagingSpans),
     });
     // Its own connection pool, ORM, bus and tracer: all it shares with A is the database.
     delivering = await buildApp(
@@ -45,7 +45,7 @@ describeWithPostgres('webhook delivery spans across processes', () => {
         SECRETS_KEY: TEST_SECRETS_KEY,
         SHUTDOWN_DRAIN_MS: '0',
       }),
-      { logger: false, telemetry: tracing(deliveringSpans) },
+      { logger: false, telemetry: await tracing(deliveringSpans) },
     );
     await delivering.listen();
   }, 60_000);

@@ -15,7 +15,10 @@ describe('OpenTelemetry tracing', () => {
   let receiver: Receiver;
   beforeAll(async () => {
     server = await startTestServer({
-      telemetry: Telemetry.create({ otelEndpoint: undefined, otelServiceName: 'tidegate-test' }, exporter),
+      telemetry: await Telemetry.create(
+        { otelEndpoint: undefined, otelServiceName: 'tidegate-test' },
+        exporter,
+      ),
     });
     receiver = await startReceiver();
   });
