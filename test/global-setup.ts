@@ -10,15 +10,23 @@ import { buildPostgresTemplates, buildSqliteTemplates, type TestTemplates } from
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   ensureBuilt();
-  const sqlite = await buildSqliteTemplates();
+  // The two dialects' templates are built side by side: SQLite's seed runs in this process, most of
+  // PostgreSQL's in its server, so together they take little more than the longer one.
   const postgresUrl = process.env.TEST_POSTGRES_URL;
-  let postgres: Awaited<ReturnType<typeof buildPostgresTemplates>> | undefined;
-  try {
-    postgres = postgresUrl ? await buildPostgresTemplates(postgresUrl) : undefined;
-  } catch (e) {
-    sqlite.drop();
-    throw e;
+  const [sqliteBuild, postgresBuild] = await Promise.allSettled([
+    buildSqliteTemplates(),
+    postgresUrl ? buildPostgresTemplates(postgresUrl) : Promise.resolve(undefined),
+  ]);
+  if (sqliteBuild.status === 'rejected') {
+    if (postgresBuild.status === 'fulfilled') await postgresBuild.value?.drop();
+    throw sqliteBuild.reason;
   }
+  if (postgresBuild.status === 'rejected') {
+    sqliteBuild.value.drop();
+    throw postgresBuild.reason;
+  }
+  const sqlite = sqliteBuild.value;
+  const postgres = postgresBuild.value;
   const templates: TestTemplates = { sqlite: sqlite.templates, postgresql: postgres?.templates };
   project.provide('testTemplates', templates);
   return async () => {
