@@ -38,6 +38,7 @@ const READS: Read[] = [
   },
   { name: 'REST dashboard', method: 'GET', url: '/v1/dashboard/port-calls?limit=50' },
   { name: 'REST /v1/protocols?limit=100', method: 'GET', url: '/v1/protocols?limit=100' },
+  { name: 'REST /v1/scores', method: 'GET', url: '/v1/scores' },
   {
     name: 'REST /v1/port-calls?status=SCHEDULED&limit=10',
     method: 'GET',

@@ -21,11 +21,10 @@ import {
 } from '../../kernel/errors.js';
 import { andThen, type MaybePromise } from '../../kernel/maybe-async.js';
 import type { Principal } from '../../kernel/principal.js';
-import { jsonOf } from '../pipeline/answers.js';
 import type { OperationMeta } from '../schema/context.js';
 import type { Operations, PreparedOperation } from '../pipeline/operation.js';
 import type { ParamSpec, RestRoute } from './rest-routes.js';
-import { shapeBody } from './rest-shape.js';
+import { bodyJson, compileShaper, type RouteShaper } from './rest-shape.js';
 
 export const REST_OPERATIONS_DIR = join(
   import.meta.dirname,
@@ -84,6 +83,8 @@ interface PreparedRoute {
   prepared: PreparedOperation;
   /** `route.result` split at its dots, once. */
   resultPath: string[];
+  /** Shapes a fresh result's body in place, compiled from the operation (rest-shape.ts). */
+  shaper: RouteShaper | undefined;
 }
 
 /**
@@ -100,11 +101,12 @@ export function prepareRoutes(
     if (!document)
       throw new Error(`REST route ${route.method} ${route.path}: no operation named ${route.operation}`);
     // Our own documents: demand control is for client-written operations, REST pages are capped at 100.
-    return {
-      route,
-      prepared: operations.prepareTrusted(document, route.operation),
-      resultPath: route.result.split('.'),
-    };
+    const prepared = operations.prepareTrusted(document, route.operation);
+    const resultPath = route.result.split('.');
+    const shaper = route.shape
+      ? compileShaper(route.shape, operations.schema, document, prepared.definition, resultPath)
+      : undefined;
+    return { route, prepared, resultPath, shaper };
   });
 }
 
@@ -163,7 +165,7 @@ function runRoute(
     reply.headers(a.headers);
     const first = a.body.errors?.[0];
     if (first) throw restError(first, p.route);
-    const body = shapeBody(pathGet(a.body.data, p.resultPath), p.route.shape);
+    const body = pathGet(a.body.data, p.resultPath);
     if ((body === null || body === undefined) && p.route.notFound) {
       const { resource, param } = p.route.notFound;
       throw notFound(resource, String(variables[param] ?? ''));
@@ -171,7 +173,7 @@ function runRoute(
     const status = p.route.status ?? 200;
     reply.code(status);
     if (status === 204) reply.send();
-    else reply.type('application/json; charset=utf-8').send(jsonOf(body));
+    else reply.type('application/json; charset=utf-8').send(bodyJson(body, p.route.shape, p.shaper));
   });
 }
 

@@ -9,6 +9,7 @@ import {
   assertRebinding,
   bindFieldResolversSynchronously,
   bindRootResolversSynchronously,
+  readGettersDirectly,
   resolverContainer,
 } from '../pipeline/sync-resolvers.js';
 
@@ -50,6 +51,7 @@ export function buildGatewaySchema(modules: readonly DomainModule[]): GraphQLSch
       root: bindRootResolversSynchronously(schema, resolvers),
       field: bindFieldResolversSynchronously(schema, resolvers),
     };
+    readGettersDirectly(schema);
     assertRebinding(schema, resolvers, rebinding);
     built.set(modules, schema);
   }

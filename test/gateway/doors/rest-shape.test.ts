@@ -1,5 +1,12 @@
+import 'reflect-metadata';
+import { buildSchema, getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { shapeBody, snakeCaseKey } from '../../../src/gateway/doors/rest-shape.js';
+import { loadOperations } from '../../../src/gateway/doors/rest.js';
+import { bodyJson, compileShaper, shapeBody, snakeCaseKey } from '../../../src/gateway/doors/rest-shape.js';
+import { deepFreeze, jsonOf } from '../../../src/gateway/pipeline/answers.js';
+import { buildGatewaySchema } from '../../../src/gateway/schema/build.js';
+import { liquidityRestRoutes } from '../../../src/liquidity/rest.js';
+import { MODULES } from '../../../src/modules.js';
 
 describe('REST body shaping', () => {
   const shape = { numbers: ['aum_usd'], lowerCase: ['category'], snakeCaseKeys: true };
@@ -66,5 +73,103 @@ describe('REST body shaping', () => {
       category: 'treasury',
       share_of_total: '1.0',
     });
+  });
+});
+
+describe('REST body shaping compiled per route', () => {
+  const shape = { numbers: ['aum_usd'], lowerCase: ['category'], snakeCaseKeys: true };
+  const schema = buildSchema(`
+    scalar JSON
+    enum Category { TREASURY PRIVATE_CREDIT }
+    type Source { source: String! share_pct: Float! }
+    type Item {
+      slug: String!
+      aumUsd: String
+      category: Category
+      chains: [String!]!
+      inputs: JSON
+      sources: [Source!]!
+      camelCase: String
+    }
+    type Page { nodes: [Item!]! }
+    type Query { items(first: Int): Page! item: Item }
+  `);
+  const shaperOf = (source: string, path: string) => {
+    const document = parse(source);
+    const operation = getOperationAST(document)!;
+    return compileShaper(shape, schema, document, operation, path.split('.'));
+  };
+  const LIST = `
+    query List($first: Int) { items(first: $first) { nodes { ...Row } } }
+    fragment Row on Item {
+      slug
+      aum_usd: aumUsd
+      category
+      chains
+      inputs
+      sources { source share_pct }
+      slug
+    }`;
+  /** What the executor would answer: a new object per selected object, a new array per list. */
+  const fresh = () => [
+    {
+      slug: 'a',
+      aum_usd: '1223214081.29',
+      category: 'PRIVATE_CREDIT',
+      chains: ['ethereum', 'base'],
+      inputs: { asOf: '2026-11-23', aum_usd: '5.00', nested: { redemptionFrequencyDays: 7 } },
+      sources: [{ source: 'T-bills', share_pct: 100 }],
+    },
+    { slug: 'b', aum_usd: 'n/a', category: null, chains: [], inputs: null, sources: [] },
+  ];
+
+  it('compiles a shaper for every liquidity route', () => {
+    const gateway = buildGatewaySchema(MODULES);
+    const documents = loadOperations();
+    for (const route of liquidityRestRoutes) {
+      const document = documents.get(route.operation)!;
+      const shaper = compileShaper(
+        route.shape!,
+        gateway,
+        document,
+        getOperationAST(document, route.operation)!,
+        route.result.split('.'),
+      );
+      expect({ route: route.path, compiled: shaper !== undefined }).toEqual({
+        route: route.path,
+        compiled: true,
+      });
+    }
+  });
+
+  it('gives the body shapeBody gives, in place, copying JSON values rather than changing them', () => {
+    const shaper = shaperOf(LIST, 'items.nodes')!;
+    const value = fresh();
+    const inputs = value[0]!.inputs;
+    const expected = jsonOf(shapeBody(fresh(), shape));
+    expect(bodyJson(value, shape, shaper)).toBe(expected);
+    expect(value[0]!.aum_usd).toBe(1223214081.29); // the executor's own object, shaped in place
+    // A resolver's JSON value may be shared (a read model's object): shaped as a copy.
+    expect(inputs).toEqual({ asOf: '2026-11-23', aum_usd: '5.00', nested: { redemptionFrequencyDays: 7 } });
+    // A body shared by joined executions may be shaped twice: the same text.
+    expect(bodyJson(value, shape, shaper)).toBe(expected);
+  });
+
+  it('leaves kept (frozen) bodies and leaves to shapeBody', () => {
+    const shaper = shaperOf(LIST, 'items.nodes')!;
+    const kept = deepFreeze(fresh());
+    expect(bodyJson(kept, shape, shaper)).toBe(jsonOf(shapeBody(fresh(), shape)));
+    expect(bodyJson(null, shape, shaper)).toBe('null');
+    const one = shaperOf('{ item { slug category } }', 'item')!;
+    expect(bodyJson({ slug: 'x', category: 'TREASURY' }, shape, one)).toBe(
+      '{"slug":"x","category":"treasury"}',
+    );
+  });
+
+  it('compiles nothing for a selection it does not follow: the route shapes a copy as before', () => {
+    expect(shaperOf('{ item { slug camelCase } }', 'item')).toBeUndefined(); // a key to rename
+    expect(shaperOf('query($x: Boolean!) { item { slug @include(if: $x) } }', 'item')).toBeUndefined();
+    expect(shaperOf('{ item { slug } }', 'items.nodes')).toBeUndefined(); // not selected
+    expect(shaperOf('{ items { nodes { slug } } }', 'items.nodes.slug')).toBeUndefined(); // through a list
   });
 });

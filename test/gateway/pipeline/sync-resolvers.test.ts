@@ -28,6 +28,7 @@ import {
   assertRebinding,
   bindFieldResolversSynchronously,
   bindRootResolversSynchronously,
+  readGettersDirectly,
   resolverContainer,
 } from '../../../src/gateway/pipeline/sync-resolvers.js';
 
@@ -132,21 +133,52 @@ class ShipResolver {
   }
 }
 
+@ObjectType({ simpleResolvers: true })
+class Hull {
+  @Field(() => String)
+  code!: string;
+
+  @Field(() => String)
+  get label(): string {
+    return `hull ${this.code}`;
+  }
+
+  @Field(() => String)
+  @UseMiddleware(async (_data, next) => `mw:${String(await next())}`)
+  get guarded(): string {
+    return this.code;
+  }
+}
+
+@Resolver(() => Hull)
+class HullResolver {
+  @Query(() => [Hull])
+  hulls(): Hull[] {
+    // A row with the class's prototype, as src/db/plain.ts gives read rows.
+    return [
+      Object.assign(new Hull(), { code: 'A1' }),
+      Object.setPrototypeOf({ code: 'B2' }, Hull.prototype) as Hull,
+    ];
+  }
+}
+
 type Resolve = GraphQLFieldResolver<unknown, TestContext, Record<string, unknown>>;
 
 let schema: GraphQLSchema;
 let rewritten: number;
 let rewrittenFields: number;
+let gettersRead: number;
 
 beforeAll(() => {
   schema = buildSchemaSync({
-    resolvers: [EchoResolver, ShipResolver],
+    resolvers: [EchoResolver, ShipResolver, HullResolver],
     validate: false,
     container: resolverContainer,
     emitSchemaFile: false,
   });
   rewritten = bindRootResolversSynchronously(schema, [EchoResolver]);
   rewrittenFields = bindFieldResolversSynchronously(schema, [EchoResolver, ShipResolver]);
+  gettersRead = readGettersDirectly(schema);
 });
 
 const ctx: TestContext = { prefix: '> ' };
@@ -238,10 +270,36 @@ describe('bindFieldResolversSynchronously and simple resolvers', () => {
   });
 });
 
+describe('readGettersDirectly', () => {
+  const hullFields = () => (schema.getTypeMap().Hull as GraphQLObjectType).getFields();
+
+  it('leaves a getter field to the executor, and keeps the resolver of one with a middleware', () => {
+    expect(gettersRead).toBe(1);
+    expect(hullFields().label!.resolve).toBeUndefined();
+    expect(hullFields().guarded!.resolve).toBeInstanceOf(Function);
+  });
+
+  it('answers as type-graphql did, for instances and rows with the prototype', async () => {
+    const result = await execute({
+      schema,
+      document: parse('{ hulls { code label guarded } }'),
+      contextValue: ctx,
+    });
+    expect(result).toEqual({
+      data: {
+        hulls: [
+          { code: 'A1', label: 'hull A1', guarded: 'mw:A1' },
+          { code: 'B2', label: 'hull B2', guarded: 'mw:B2' },
+        ],
+      },
+    });
+  });
+});
+
 type Metadata = Parameters<typeof assertRebinding>[3];
 
 describe('assertRebinding: the fast path fails loudly when type-graphql changes', () => {
-  const resolvers = [EchoResolver, ShipResolver];
+  const resolvers = [EchoResolver, ShipResolver, HullResolver];
   const storage = getMetadataStorage();
   const counts = () => ({ root: rewritten, field: rewrittenFields });
 
