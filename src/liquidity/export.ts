@@ -99,7 +99,7 @@ async function* rows(
   now: Date,
 ): AsyncGenerator<Record<string, unknown>> {
   for (let offset = 0; ; offset += PAGE) {
-    const { items } = await latestScores(em, state, scoring, { offset, limit: PAGE }, now);
+    const { items } = await latestScores(() => em, state, scoring, { offset, limit: PAGE }, now);
     for (const v of items) yield exportRow(v);
     if (items.length < PAGE) return;
   }
@@ -139,7 +139,7 @@ export function registerExport(app: FastifyInstance, services: AppServices, oper
       if (format !== 'csv' && format !== 'json')
         throw badInput('format', `must be csv or json (got '${requested}')`);
       const em = services.db.em();
-      const scoring = await scoringFor(em, principal, single(query, 'profile_id'));
+      const scoring = await scoringFor(() => em, principal, single(query, 'profile_id'));
       const date = todayOf(services.clock);
       reply
         .header(

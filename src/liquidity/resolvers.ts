@@ -33,6 +33,7 @@ import {
   scoreHistory,
   scoreOf,
   scoringFor,
+  type EmWhenNeeded,
   type ScoreView,
 } from './scores.js';
 import {
@@ -77,7 +78,19 @@ export function pageOf(args: ListArgs): Page {
   return { limit: page.limit, offset: args.offset };
 }
 
-export function toScore(v: ScoreView): Score {
+/**
+ * Latest-score views are made once per snapshot and scoring (scores.ts) and read by every request:
+ * their GraphQL form is made once with them. The executor only reads it.
+ */
+const scoreForms = new WeakMap<ScoreView, Score>();
+
+function toScore(v: ScoreView): Score {
+  let score = scoreForms.get(v);
+  if (!score) scoreForms.set(v, (score = scoreFromView(v)));
+  return score;
+}
+
+function scoreFromView(v: ScoreView): Score {
   return {
     protocolId: v.protocol.id,
     slug: v.protocol.slug,
@@ -128,6 +141,11 @@ function writerOf(ctx: GatewayContext): WriterDeps {
   return { em: ctx.em, clock: ctx.services.clock, versions: ctx.services.versions };
 }
 
+/** The caller's entity manager, forked only when a read needs one (scores.ts). */
+function emOf(ctx: GatewayContext): EmWhenNeeded {
+  return () => ctx.em;
+}
+
 function published(ctx: GatewayContext): MaybePromise<Published> {
   return ctx.services.readModel.current();
 }
@@ -165,9 +183,9 @@ export class LiquidityResolver {
     @Ctx() ctx: GatewayContext,
   ) {
     const page = pageOf(args);
-    const scoring = await scoringFor(ctx.em, requirePrincipal(ctx), profileId);
+    const scoring = await scoringFor(emOf(ctx), requirePrincipal(ctx), profileId);
     const { items, total } = await latestScores(
-      ctx.em,
+      emOf(ctx),
       await published(ctx),
       scoring,
       page,
@@ -187,8 +205,8 @@ export class LiquidityResolver {
     @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
     @Ctx() ctx: GatewayContext,
   ) {
-    const scoring = await scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const view = await scoreOf(ctx.em, await published(ctx), slug, scoring, ctx.services.clock.now());
+    const scoring = await scoringFor(emOf(ctx), requirePrincipal(ctx), profileId);
+    const view = await scoreOf(emOf(ctx), await published(ctx), slug, scoring, ctx.services.clock.now());
     return view ? toScore(view) : null;
   }
 
@@ -224,8 +242,8 @@ export class LiquidityResolver {
     @Arg('profileId', () => ID, { nullable: true }) profileId: string | null,
     @Ctx() ctx: GatewayContext,
   ) {
-    const scoring = await scoringFor(ctx.em, requirePrincipal(ctx), profileId);
-    const h = await scoreHistory(ctx.em, await published(ctx), slug, scoring, ctx.services.clock.now());
+    const scoring = await scoringFor(emOf(ctx), requirePrincipal(ctx), profileId);
+    const h = await scoreHistory(emOf(ctx), await published(ctx), slug, scoring, ctx.services.clock.now());
     if (!h) return null;
     return {
       slug: h.protocol.slug,

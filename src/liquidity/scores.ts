@@ -39,11 +39,12 @@ export interface Scoring {
 export const DEFAULT_SCORING: Scoring = { profileId: null, weights: DEFAULT_WEIGHTS, caps: DEFAULT_CAPS };
 
 export async function scoringFor(
-  em: EntityManager,
+  emWhenNeeded: EmWhenNeeded,
   principal: Principal,
   profileId: string | null | undefined,
 ): Promise<Scoring> {
   if (!profileId) return DEFAULT_SCORING;
+  const em = emWhenNeeded();
   // Checked before the query: PostgreSQL rejects a malformed uuid with an error, not an empty result.
   if (!isUuid(profileId))
     throw badField('profileId', `must be a scoring profile id, a UUID (got '${profileId}')`);
@@ -61,16 +62,23 @@ export interface ScoreView extends ScoreResult {
 }
 
 /**
+ * The entity manager of a read that may need one: only scoring-profile work reads or writes the
+ * database, so the methodology's own scores (most reads) never fork one.
+ */
+export type EmWhenNeeded = () => EntityManager;
+
+/**
  * Profile-weighted results get an audit row the first time they are served, so their audit id
  * resolves like any other; the same id is never written twice.
  */
 async function rememberProfileAudits(
-  em: EntityManager,
+  emWhenNeeded: EmWhenNeeded,
   scoring: Scoring,
   served: Array<{ auditId: string; dayId: number }>,
   now: Date,
 ): Promise<void> {
   if (!scoring.profileId || served.length === 0) return;
+  const em = emWhenNeeded();
   const rows = [...new Map(served.map((s) => [s.auditId, s])).values()].map((s) => ({
     audit_id: s.auditId,
     day_id: s.dayId,
@@ -109,7 +117,7 @@ function latestView(state: Published, protocol: Protocol, scoring: Scoring): Sco
 }
 
 export async function latestScores(
-  em: EntityManager,
+  em: EmWhenNeeded,
   state: Published,
   scoring: Scoring,
   page: Page,
@@ -127,7 +135,7 @@ export async function latestScores(
 }
 
 export async function scoreOf(
-  em: EntityManager,
+  em: EmWhenNeeded,
   state: Published,
   slug: string,
   scoring: Scoring,
@@ -155,7 +163,7 @@ export interface HistoryView {
 
 /** The last 30 stored days, oldest first, with the trajectory of that window. */
 export async function scoreHistory(
-  em: EntityManager,
+  em: EmWhenNeeded,
   state: Published,
   slug: string,
   scoring: Scoring,
