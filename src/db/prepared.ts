@@ -99,7 +99,16 @@ interface Read<T> {
 type Kind = 'plain' | 'date' | 'boolean' | 'json';
 interface SqliteRead {
   statement: SqliteStatement;
-  map(rows: unknown[][]): Read<object>;
+  map(rows: unknown[][]): unknown;
+}
+
+/**
+ * How a statement's rows become what its caller reads: from arrays in column order (prepared once
+ * per statement, from its column names), or from keyed objects (inside a transaction).
+ */
+interface Reader<R> {
+  arrays(columns: string[], jsonIsText: boolean): (rows: unknown[][]) => R;
+  objects(rows: Array<Record<string, unknown>>): R;
 }
 
 /** Statements prepared on each SQLite connection, by SQL text, with their row mapper. */
@@ -109,8 +118,8 @@ const pgStatements = new Lru<string, PgStatement>({ maxEntries: MAX_STATEMENTS }
 interface PgStatement {
   name: string;
   text: string;
-  /** The row mapper of an entity read, built from the columns of its first result. */
-  map?: (rows: unknown[][]) => Read<object>;
+  /** The row mapper of a read, built from the columns of its first result. */
+  map?: (rows: unknown[][]) => unknown;
 }
 /** Names pg statements: never reused, so a text evicted and seen again cannot take another's name. */
 let pgStatementCount = 0;
@@ -147,11 +156,12 @@ function rowMapper(
   columns: string[],
   extra: string | undefined,
   jsonIsText: boolean,
+  prefix = '',
 ): (rows: unknown[][]) => Read<object> {
   const platform = em.getPlatform();
   const tz = platform.getTimezone();
   const byColumn = new Map(
-    meta.props.filter((p) => p.fieldNames?.length === 1).map((p) => [p.fieldNames[0]!, p]),
+    meta.props.filter((p) => p.fieldNames?.length === 1).map((p) => [prefix + p.fieldNames[0]!, p]),
   );
   const json = new Set(jsonPropsOf(meta));
   let extraAt = -1;
@@ -218,63 +228,92 @@ function rowMapper(
 }
 
 /**
- * Runs a read and returns its rows as read-only entity-shaped objects (src/db/plain.ts), with the
- * value of the `extra` column (not a property: a page's total) of the first row.
+ * Runs a read and returns its rows as `reader` makes them: read-only entity-shaped objects
+ * (src/db/plain.ts) for the reads here.
  *
  * Outside a transaction the statement runs on a connection taken from knex's pool
  * (`knex.client.acquireConnection()`, as src/audit/writer.ts does), prepared once per connection
  * and SQL text: a better-sqlite3 `Statement` in raw mode on SQLite, a named prepared statement on
- * PostgreSQL with its rows as arrays; both map them in one pass (`rowMapper`). The ORM's own path would inline the values into the text and prepare it anew for
- * every call. Inside a transaction it goes through the transaction's connection as before (on
- * SQLite the pool's one connection is the transaction's: acquiring it would wait forever). Either
- * way the statement appears in the ORM's query log.
+ * PostgreSQL with its rows as arrays; both map them in one pass (`rowMapper`). The ORM's own path
+ * would inline the values into the text and prepare it anew for every call. On SQLite, when nothing
+ * holds or waits for the pool's one connection, the statement runs on it at once, as `preparedRows`
+ * does. Inside a transaction it goes through the transaction's connection as before (on SQLite the
+ * pool's one connection is the transaction's: acquiring it would wait forever). Either way the
+ * statement appears in the ORM's query log.
  */
-async function read<T extends object>(
+async function read<R extends { items: unknown[] }>(
   em: EntityManager,
-  entity: EntityClass<T>,
-  meta: EntityMetadata,
+  reader: Reader<R>,
   sql: string,
   values: unknown[],
-  extra?: string,
-): Promise<Read<T>> {
+): Promise<R> {
+  const idle = idleSqliteConnection(em);
+  if (idle) {
+    const started = Date.now();
+    let result: R;
+    try {
+      result = sqliteRead(idle, reader, sql, values);
+    } catch (error) {
+      throw converted(em, error);
+    }
+    logRead(em, sql, values, started, result);
+    return result;
+  }
   const trx = em.getTransactionContext();
   if (trx) {
     const rows = await em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
-    return objectsRead(em, entity, meta, rows, extra);
+    return reader.objects(rows);
   }
   return onPooledConnection(em, sql, values, {
     arrays: true,
     pg: (result, statement) => {
-      statement.map ??= rowMapper(
-        em,
-        meta,
-        entity as EntityClass<object>,
+      statement.map ??= reader.arrays(
         result.fields.map((f) => f.name),
-        extra,
         false,
       );
-      return statement.map(result.rows as unknown[][]) as Read<T>;
+      return statement.map(result.rows as unknown[][]) as R;
     },
-    sqlite: (connection) => {
-      let statements = sqliteStatements.get(connection);
-      if (!statements)
-        sqliteStatements.set(
-          connection,
-          (statements = new Lru<string, SqliteRead>({ maxEntries: MAX_STATEMENTS })),
-        );
-      let prepared = statements.get(sql);
-      if (!prepared) {
-        const statement = (connection as SqliteConnection).prepare(sql).raw(true);
-        const columns = statement.columns().map((c) => c.name);
-        prepared = {
-          statement,
-          map: rowMapper(em, meta, entity as EntityClass<object>, columns, extra, true),
-        };
-        statements.set(sql, prepared);
-      }
-      return prepared.map(prepared.statement.all(...values.map(sqliteValue))) as Read<T>;
-    },
+    sqlite: (connection) => sqliteRead(connection as SqliteConnection, reader, sql, values),
   });
+}
+
+/** A read on a SQLite connection: its statement prepared once per connection, rows as arrays. */
+function sqliteRead<R>(connection: SqliteConnection, reader: Reader<R>, sql: string, values: unknown[]): R {
+  let statements = sqliteStatements.get(connection);
+  if (!statements)
+    sqliteStatements.set(
+      connection,
+      (statements = new Lru<string, SqliteRead>({ maxEntries: MAX_STATEMENTS })),
+    );
+  let prepared = statements.get(sql);
+  if (!prepared) {
+    const statement = connection.prepare(sql).raw(true);
+    prepared = {
+      statement,
+      map: reader.arrays(
+        statement.columns().map((c) => c.name),
+        true,
+      ),
+    };
+    statements.set(sql, prepared);
+  }
+  return prepared.map(prepared.statement.all(...values.map(sqliteValue))) as R;
+}
+
+/** Rows of one entity, with the `extra` column (not a property: a page's total) of the first. */
+function entityReader<T extends object>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  meta: EntityMetadata,
+  extra?: string,
+): Reader<Read<T>> {
+  return {
+    arrays: (columns, jsonIsText) =>
+      rowMapper(em, meta, entity as EntityClass<object>, columns, extra, jsonIsText) as (
+        rows: unknown[][],
+      ) => Read<T>,
+    objects: (rows) => objectsRead(em, entity, meta, rows, extra),
+  };
 }
 
 /**
@@ -502,18 +541,12 @@ export async function preparedPage<T extends object>(
     sql = `select e.*, (select count(*) from ${table} c${filter('c')}) as page_total from ${table} e${filter('e')} order by ${order} limit ? offset ?`;
     texts.set(key, sql);
   }
-  const { items, extra } = await read(
-    em,
-    entity,
-    meta,
-    sql,
-    [...values, ...values, page.limit, page.offset],
-    'page_total',
-  );
+  const reader = entityReader(em, entity, meta, 'page_total');
+  const { items, extra } = await read(em, reader, sql, [...values, ...values, page.limit, page.offset]);
   if (items.length === 0) {
     if (page.offset === 0) return { items: [], total: 0 };
     // Past the end: the page is empty, the count still wanted.
-    const counted = await read(em, entity, meta, sql, [...values, ...values, 1, 0], 'page_total');
+    const counted = await read(em, reader, sql, [...values, ...values, 1, 0]);
     return { items: [], total: counted.items.length ? Number(counted.extra) : 0 };
   }
   return { items, total: Number(extra) };
@@ -541,5 +574,80 @@ export async function preparedIn<T extends object>(
     sql = `select * from "${meta.tableName}" where ${terms.join(' and ')}${order ? ` order by ${order}` : ''}`;
     texts.set(key, sql);
   }
-  return (await read(em, entity, meta, sql, [...values, ...keys])).items;
+  return (await read(em, entityReader(em, entity, meta), sql, [...values, ...keys])).items;
+}
+
+/** Prefix of the joined row's columns in `preparedInJoined`: no entity names a column so. */
+const JOINED = 'joined__';
+
+/**
+ * `preparedIn` and, in the same statement, the rows of `joined.entity` that the rows' `joined.on`
+ * property names (each once): one statement for two levels of a nested read whose second level is
+ * a single row per parent, such as a service order's vendor.
+ */
+export async function preparedInJoined<T extends object, J extends object>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  prop: string,
+  keys: readonly unknown[],
+  joined: { entity: EntityClass<J>; on: string },
+): Promise<{ items: T[]; joined: J[] }> {
+  const meta = em.getMetadata().get(entity.name);
+  const joinedMeta = em.getMetadata().get(joined.entity.name);
+  const primary =
+    joinedMeta.properties[joinedMeta.primaryKeys[0] as keyof typeof joinedMeta.properties]!.fieldNames[0]!;
+  const key = `joined|${meta.tableName}|${prop}|${keys.length}|${joinedMeta.tableName}|${joined.on}`;
+  let sql = texts.get(key);
+  if (!sql) {
+    const columns = joinedMeta.props
+      .filter((p) => p.fieldNames?.length === 1)
+      .map((p) => `j."${p.fieldNames[0]}" as "${JOINED}${p.fieldNames[0]}"`);
+    sql = `select e.*, ${columns.join(', ')} from "${meta.tableName}" e left join "${joinedMeta.tableName}" j on j."${primary}" = e.${columnOf(meta, joined.on)} where e.${columnOf(meta, prop)} in (${keys.map(() => '?').join(', ')})`;
+    texts.set(key, sql);
+  }
+  const reader: Reader<{ items: T[]; joined: J[] }> = {
+    arrays: (columns, jsonIsText) => {
+      const own = rowMapper(em, meta, entity as EntityClass<object>, columns, undefined, jsonIsText);
+      const other = rowMapper(
+        em,
+        joinedMeta,
+        joined.entity as EntityClass<object>,
+        columns,
+        undefined,
+        jsonIsText,
+        JOINED,
+      );
+      const idAt = columns.indexOf(JOINED + primary);
+      return (rows) => ({
+        items: own(rows).items as T[],
+        joined: other(distinct(rows, (row) => row[idAt])).items as J[],
+      });
+    },
+    objects: (rows) => {
+      const theirs = distinct(rows, (row) => row[JOINED + primary]).map((row) => {
+        const part: Record<string, unknown> = {};
+        for (const [column, value] of Object.entries(row))
+          if (column.startsWith(JOINED)) part[column.slice(JOINED.length)] = value;
+        return part;
+      });
+      for (const row of rows)
+        for (const column of Object.keys(row)) if (column.startsWith(JOINED)) delete row[column];
+      return {
+        items: objectsRead(em, entity, meta, rows, undefined).items,
+        joined: objectsRead(em, joined.entity, joinedMeta, theirs, undefined).items,
+      };
+    },
+  };
+  return read(em, reader, sql, keys as unknown[]);
+}
+
+/** The first row of each non-null `id`, in order. */
+function distinct<R>(rows: R[], id: (row: R) => unknown): R[] {
+  const seen = new Set<unknown>();
+  return rows.filter((row) => {
+    const value = id(row);
+    if (value === null || value === undefined || seen.has(value)) return false;
+    seen.add(value);
+    return true;
+  });
 }

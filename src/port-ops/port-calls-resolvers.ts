@@ -5,12 +5,14 @@ import {
   Field,
   FieldResolver,
   ID,
+  Info,
   InputType,
   Mutation,
   Query,
   Resolver,
   Root,
 } from 'type-graphql';
+import type { FieldNode, GraphQLResolveInfo, SelectionSetNode } from 'graphql';
 import { Connection } from '../gateway/schema/connection.js';
 import { requirePrincipal, serviceDeps, type GatewayContext } from '../gateway/schema/context.js';
 import { RequiresScopes } from '../gateway/schema/directives.js';
@@ -26,7 +28,7 @@ import {
   StatusSubject,
   Vessel,
 } from './entities.js';
-import { loadPort, loadServiceOrders, loadStatusHistory, loadVessel } from './loaders.js';
+import { loadPort, loadServiceOrders, loadStatusHistory, loadVessel, readServiceOrders } from './loaders.js';
 import {
   createPortCall,
   deletePortCall,
@@ -80,19 +82,26 @@ export class PortCallResolver {
     @Arg('etaFrom', () => Date, { nullable: true }) etaFrom: Date | null,
     @Arg('etaTo', () => Date, { nullable: true }) etaTo: Date | null,
     @Ctx() ctx: GatewayContext,
+    @Info() info: GraphQLResolveInfo,
   ) {
     const page = pageOf(args);
     // A LOCODE or IMO filter is looked up as an entity (the request's entity manager); the page
     // itself is a prepared read, which needs no fork of its own.
-    return pagedConnection(
-      await listPortCalls(
-        portLocode || vesselImo ? ctx.em : ctx.reads,
-        requirePrincipal(ctx),
-        { status, portLocode, vesselImo, etaFrom, etaTo },
-        page,
-      ),
+    const calls = await listPortCalls(
+      portLocode || vesselImo ? ctx.em : ctx.reads,
+      requirePrincipal(ctx),
+      { status, portLocode, vesselImo, etaFrom, etaTo },
       page,
     );
+    // The calls' orders (and their vendors), when the query reads them, in one statement now.
+    const read = ordersReadBy(info);
+    if (read.orders && calls.items.length > 0)
+      await readServiceOrders(
+        ctx,
+        calls.items.map((c) => c.id),
+        read.vendors,
+      );
+    return pagedConnection(calls, page);
   }
 
   @Mutation(() => PortCall, {
@@ -177,6 +186,39 @@ export class PortCallResolver {
   statusHistory(@Root() call: PortCall, @Ctx() ctx: GatewayContext) {
     return loadStatusHistory(ctx, StatusSubject.PORT_CALL, call.id);
   }
+}
+
+/** What a list of calls reads of its calls' orders, worked out once per field of a document. */
+const ordersRead = new WeakMap<FieldNode, { orders: boolean; vendors: boolean }>();
+function ordersReadBy(info: GraphQLResolveInfo): { orders: boolean; vendors: boolean } {
+  const node = info.fieldNodes[0]!;
+  let read = ordersRead.get(node);
+  if (!read) {
+    /** The selection sets of the fields named `name` in `sets`, through fragments. */
+    const fields = (sets: ReadonlyArray<SelectionSetNode | undefined>, name: string): SelectionSetNode[] =>
+      sets.flatMap((set) =>
+        (set?.selections ?? []).flatMap((selection) =>
+          selection.kind === 'Field'
+            ? selection.name.value === name && selection.selectionSet
+              ? [selection.selectionSet]
+              : []
+            : fields(
+                [
+                  selection.kind === 'InlineFragment'
+                    ? selection.selectionSet
+                    : info.fragments[selection.name.value]?.selectionSet,
+                ],
+                name,
+              ),
+        ),
+      );
+    const lists = info.fieldNodes.map((n) => n.selectionSet);
+    const calls = [...fields(lists, 'nodes'), ...fields(fields(lists, 'edges'), 'node')];
+    const orders = fields(calls, 'serviceOrders');
+    read = { orders: orders.length > 0, vendors: fields(orders, 'vendor').length > 0 };
+    ordersRead.set(node, read);
+  }
+  return read;
 }
 
 export const portCallResolvers = [PortCallResolver, pageEchoResolver(PortCallConnection)];

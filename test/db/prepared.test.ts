@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { preparedIn, preparedPage } from '../../src/db/prepared.js';
+import { preparedIn, preparedInJoined, preparedPage } from '../../src/db/prepared.js';
 import { PortCall, ServiceOrder, Vendor } from '../../src/port-ops/entities.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -28,7 +28,8 @@ describeEachDialect('prepared reads', (dialect) => {
     const calls = await em.find(PortCall, {}, { orderBy: { eta: 'desc', id: 'desc' }, limit: 20 });
     const ids = calls.map((c) => c.id);
     const orders = await em.find(ServiceOrder, { portCallId: { $in: ids } });
-    return { vendors, vendorCount: await em.count(Vendor, {}), calls, ids, orders };
+    const orderVendors = await em.find(Vendor, { id: { $in: [...new Set(orders.map((o) => o.vendorId))] } });
+    return { vendors, vendorCount: await em.count(Vendor, {}), calls, ids, orders, orderVendors };
   }
 
   async function expectSameAsOrm(em: EntityManager, orm: Awaited<ReturnType<typeof expected>>) {
@@ -50,6 +51,18 @@ describeEachDialect('prepared reads', (dialect) => {
     expect(orders.some((o) => o.completedAt === null)).toBe(true);
     expect(orders.every((o) => o.createdAt instanceof Date && typeof o.details === 'object')).toBe(true);
     expect(plain(await preparedIn(em, PortCall, 'id', orm.ids))).toEqual(plain(orm.calls));
+
+    // The orders with their vendors in one statement: the same orders, and each vendor once.
+    const joined = await preparedInJoined(em, ServiceOrder, 'portCallId', orm.ids, {
+      entity: Vendor,
+      on: 'vendorId',
+    });
+    expect(plain(joined.items)).toEqual(plain(orm.orders));
+    expect(orm.orderVendors.length).toBeGreaterThan(1);
+    expect(joined.joined).toHaveLength(orm.orderVendors.length);
+    expect(plain(joined.joined)).toEqual(plain(orm.orderVendors));
+    expect(joined.joined.every((v) => v instanceof Vendor && Array.isArray(v.ports))).toBe(true);
+    expect(typeof joined.joined[0]!.active).toBe('boolean');
   }
 
   it('give the rows the ORM hydrates, outside a transaction', async () =>
