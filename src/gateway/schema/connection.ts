@@ -64,17 +64,24 @@ export interface ConnectionShape<T> {
   totalCount: number;
 }
 
+/**
+ * A page as its connection. The edges (a cursor per item) are made when the executor reads them:
+ * a selection of `nodes` alone, as the REST shims' lists make, needs no cursor but the page's two.
+ */
 export function toConnection<T>(items: T[], totalCount: number, page: Page): ConnectionShape<T> {
-  const edges = items.map((node, i) => ({ node, cursor: encodeCursor(page.offset + i) }));
+  let edges: ConnectionShape<T>['edges'] | undefined;
+  const last = items.length - 1;
   return {
-    edges,
+    get edges() {
+      return (edges ??= items.map((node, i) => ({ node, cursor: encodeCursor(page.offset + i) })));
+    },
     nodes: items,
     totalCount,
     pageInfo: {
       hasNextPage: page.offset + items.length < totalCount,
       hasPreviousPage: page.offset > 0,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges[edges.length - 1]?.cursor ?? null,
+      startCursor: last < 0 ? null : encodeCursor(page.offset),
+      endCursor: last < 0 ? null : encodeCursor(page.offset + last),
     },
   };
 }
