@@ -24,6 +24,8 @@ import {
 } from 'type-graphql';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getMetadataStorage } from 'type-graphql';
+import { buildGatewaySchema } from '../../../src/gateway/schema/build.js';
+import { MODULES } from '../../../src/modules.js';
 import {
   assertRebinding,
   bindFieldResolversSynchronously,
@@ -277,6 +279,12 @@ describe('readGettersDirectly', () => {
     expect(gettersRead).toBe(1);
     expect(hullFields().label!.resolve).toBeUndefined();
     expect(hullFields().guarded!.resolve).toBeInstanceOf(Function);
+  });
+
+  it("leaves the gateway's Protocol getters to the executor (fails when type-graphql's metadata changes)", () => {
+    const protocol = buildGatewaySchema(MODULES).getType('Protocol') as GraphQLObjectType;
+    for (const name of ['aumUsd', 'minimumInvestmentUsd', 'currency'])
+      expect(protocol.getFields()[name]!.resolve, name).toBeUndefined();
   });
 
   it('answers as type-graphql did, for instances and rows with the prototype', async () => {
