@@ -44,11 +44,13 @@ export async function scoringFor(
   profileId: string | null | undefined,
 ): Promise<Scoring> {
   if (!profileId) return DEFAULT_SCORING;
-  const em = emWhenNeeded();
   // Checked before the query: PostgreSQL rejects a malformed uuid with an error, not an empty result.
   if (!isUuid(profileId))
     throw badField('profileId', `must be a scoring profile id, a UUID (got '${profileId}')`);
-  const profile = await em.findOne(ScoringProfile, { id: profileId, accountId: principal.accountId });
+  const profile = await emWhenNeeded().findOne(ScoringProfile, {
+    id: profileId,
+    accountId: principal.accountId,
+  });
   if (!profile) throw notFound('Scoring profile', profileId);
   return { profileId: profile.id, weights: profile.weights, caps: profile.penaltyCaps };
 }
