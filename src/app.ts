@@ -11,7 +11,7 @@ import { demandControl } from './gateway/pipeline/demand.js';
 import { type Admission, type AppServices } from './gateway/schema/context.js';
 import { apiCors, registerCors } from './gateway/doors/cors.js';
 import { AccountCredentials } from './accounts/credentials.js';
-import { drainConnections } from './gateway/doors/drain.js';
+import { ConnectionDrain } from './gateway/doors/drain.js';
 import { registerEdge, requestIdOf } from './gateway/doors/edge/hooks.js';
 import { frameworkRefusal, registerErrorHandlers } from './gateway/doors/edge/errors.js';
 import { registerJsonBodyParser } from './gateway/doors/edge/json-body.js';
@@ -104,6 +104,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     return503OnClosing: true,
     frameworkErrors: frameworkRefusal,
   });
+  const connections = new ConnectionDrain(fastify.server);
   await fastify.register(formbody);
   registerJsonBodyParser(fastify);
   // No API takes text/plain; without a parser such bodies get a clean 415.
@@ -240,7 +241,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     },
     async close() {
       closing = true;
-      await drainConnections(fastify.server, config.shutdownDrainMs);
+      await connections.drain(config.shutdownDrainMs);
       await ws.close();
       // Apollo's drain plugin closes Fastify: no new connections, in-flight requests finish.
       await apollo.stop();
