@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { DemoCredentials } from '../../src/seed.js';
 import { listeningUrl, MAIN, ROOT } from '../helpers/processes.js';
 
 export interface GatewayProcess {
@@ -84,4 +85,12 @@ export function demoKeys(output: string): Record<string, { accountId: string; ke
   for (const match of output.matchAll(/^\s+(\w+)\s+account (\S+)\s+API key (tg_\S+)/gm))
     keys[match[1]!.toUpperCase()] = { accountId: match[2]!, key: match[3]! };
   return keys;
+}
+
+/**
+ * The same, from the credentials of a seeded copy (test/helpers/db.ts, createSeededTestDatabase):
+ * for processes started on a database that already holds the demo, which print no banner.
+ */
+export function keysOf(demo: DemoCredentials): Record<string, { accountId: string; key: string }> {
+  return Object.fromEntries(demo.accounts.map((a) => [a.plan, { accountId: a.accountId, key: a.apiKey }]));
 }

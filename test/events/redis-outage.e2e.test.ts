@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { createConnection, createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { emptyDatabase } from '../helpers/db.js';
+import { createSeededTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
 import { gql } from '../helpers/server.js';
 import { wsSession, type WsSession } from './helpers.js';
-import { demoKeys, startGatewayProcess, type GatewayProcess } from './process.js';
+import { keysOf, startGatewayProcess, type GatewayProcess } from './process.js';
 
 /** A command on the RESP wire: `*3\r\n$7\r\npublish\r\n…` (ioredis sends names in lower case). */
 const PUBLISH_COMMAND = /\$7\r\npublish\r\n/i;
@@ -59,15 +59,17 @@ async function startRedisProxy(target: URL): Promise<RedisProxy> {
 
 describeWithRedis('live events while Redis does not answer', () => {
   let proxy: RedisProxy;
-  let database: { url: string; drop(): Promise<void> };
+  let database: TestDatabase;
+  let key: string;
   let gateway: GatewayProcess;
   let session: WsSession | undefined;
   beforeAll(async () => {
     proxy = await startRedisProxy(new URL(TEST_REDIS_URL!));
-    database = await emptyDatabase('sqlite');
+    const seeded = await createSeededTestDatabase('sqlite');
+    database = seeded.database;
+    key = keysOf(seeded.demo).INSTITUTIONAL!.key;
     gateway = await startGatewayProcess({
       DATABASE_URL: database.url,
-      DEMO_SEED: 'true',
       REDIS_URL: proxy.url,
       REDIS_PREFIX: `tidegate-test-${randomBytes(4).toString('hex')}`,
     });
@@ -80,7 +82,6 @@ describeWithRedis('live events while Redis does not answer', () => {
   });
 
   it('a mutation still answers, local subscribers still get its event, and the failed publish is logged', async () => {
-    const key = demoKeys(gateway.output()).INSTITUTIONAL!.key;
     const createPortCall = (voyageReference: string) =>
       gql(gateway.url, 'mutation($input: PortCallInput!) { createPortCall(input: $input) { id } }', {
         key,

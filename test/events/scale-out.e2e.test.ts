@@ -5,11 +5,11 @@ import { createApiKey } from '../../src/accounts/service.js';
 import { RedisEventBus } from '../../src/events/bus.js';
 import type { DomainEvent } from '../../src/kernel/events.js';
 import { systemClock } from '../../src/kernel/clock.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createSeededTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeWithPostgres, describeWithRedis, TEST_REDIS_URL } from '../helpers/env.js';
 import { gql, rest } from '../helpers/server.js';
 import { startReceiver, wsSession, type Receiver, type Subscription, type WsSession } from './helpers.js';
-import { demoKeys, startGatewayProcess, type GatewayProcess } from './process.js';
+import { keysOf, startGatewayProcess, type GatewayProcess } from './process.js';
 
 const PROFESSIONAL_PER_MINUTE = 20;
 
@@ -26,7 +26,8 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
     const prefix = `tidegate-test-${randomBytes(4).toString('hex')}`;
     beforeAll(async () => {
       receiver = await startReceiver();
-      database = await createTestDatabase('postgresql');
+      const seeded = await createSeededTestDatabase('postgresql');
+      database = seeded.database;
       probes = await RedisEventBus.connect(TEST_REDIS_URL!, prefix, Fastify({ logger: false }).log);
       const env = {
         DATABASE_URL: database.url,
@@ -36,9 +37,8 @@ describeWithPostgres('scale-out: two gateway processes on one PostgreSQL', () =>
         // Small enough for the shared-budget test below; no other test here spends Professional budget.
         LIMIT_PROFESSIONAL_PER_MINUTE: String(PROFESSIONAL_PER_MINUTE),
       };
-      a = await startGatewayProcess({ ...env, DEMO_SEED: 'true' });
-      b = await startGatewayProcess({ ...env, DEMO_SEED: 'false' });
-      keys = demoKeys(a.output());
+      [a, b] = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
+      keys = keysOf(seeded.demo);
     }, 120_000);
     afterAll(async () => {
       for (const s of sessions) await s.dispose();

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { emptyDatabase } from '../helpers/db.js';
+import { createSeededTestDatabase, createTestDatabase, emptyDatabase } from '../helpers/db.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { listeningUrl, MAIN } from '../helpers/processes.js';
 
@@ -94,13 +94,10 @@ describeEachDialect('process lifecycle', (dialect) => {
     'on SIGTERM finishes in-flight requests, closes WebSockets with 1001 and exits 0',
     { timeout: 180_000 },
     async () => {
-      const { child, output, port } = await startProcess(
-        join(dir, 'fresh'),
-        await freshDatabase('fresh'),
-        {},
-        WITH_BANNER,
-      );
-      const key = /Analyst\s+account \S+\s+API key (\S+)/.exec(output())?.[1] ?? '';
+      const seeded = await createSeededTestDatabase(dialect);
+      databases.push(seeded.database);
+      const key = seeded.demo.accounts.find((a) => a.plan === 'ANALYST')!.apiKey;
+      const { child, port } = await startProcess(join(dir, 'seeded'), seeded.database.url);
 
       // A request whose body is still arriving when the signal lands.
       const body = JSON.stringify({ query: '{ vessel(imo: "9074729") { name } }' });
@@ -139,7 +136,9 @@ describeEachDialect('process lifecycle', (dialect) => {
     { timeout: 180_000 },
     async () => {
       // No demo: the connection's requests are health checks.
-      const { child, port } = await startProcess(join(dir, 'keepalive'), await freshDatabase('keepalive'), {
+      const migrated = await createTestDatabase(dialect);
+      databases.push(migrated);
+      const { child, port } = await startProcess(join(dir, 'keepalive'), migrated.url, {
         SHUTDOWN_DRAIN_MS: '1500',
         DEMO_SEED: 'false',
       });

@@ -4,12 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/accounts/service.js';
-import { type Database } from '../../src/db/orm.js';
 import { openAppDatabase } from '../../src/database.js';
 import { loadConfig } from '../../src/config.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { liquidityCommands } from '../../src/liquidity/cli.js';
-import { emptyDatabase } from '../helpers/db.js';
 import {
   describeEachDialect,
   describeWithPostgres,
@@ -17,8 +15,8 @@ import {
   TEST_REDIS_URL,
 } from '../helpers/env.js';
 import { createKey, gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
-import { demoKeys, startGatewayProcess, type GatewayProcess } from '../events/process.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { keysOf, startGatewayProcess, type GatewayProcess } from '../events/process.js';
+import { createSeededTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { noLiveEvents } from '../../src/kernel/events.js';
 
 const INGEST = `mutation Ingest($data: String!) {
@@ -175,31 +173,25 @@ describeEachDialect('liquidity read model in one process', (dialect) => {
   });
 });
 
-/** A gateway process seeding the demo takes most of a minute on a loaded machine. */
+/** A gateway process can take tens of seconds to start on a loaded machine. */
 const STARTUP_MS = 120_000;
 
 describe('liquidity read model across processes on SQLite', () => {
-  let file: { url: string; drop(): Promise<void> };
+  /** The demo's database; its connection here is the CLI's. */
+  let file: TestDatabase;
   let gateway: GatewayProcess;
-  let cli: Database;
   let key: string;
   beforeAll(async () => {
-    file = await emptyDatabase('sqlite');
+    const seeded = await createSeededTestDatabase('sqlite');
+    file = seeded.database;
+    key = keysOf(seeded.demo).ANALYST!.key;
     gateway = await startGatewayProcess(
-      {
-        ...UNLIMITED,
-        DATABASE_URL: file.url,
-        DEMO_SEED: 'true',
-        READ_MODEL_POLL: '1s',
-      },
+      { ...UNLIMITED, DATABASE_URL: file.url, READ_MODEL_POLL: '1s' },
       STARTUP_MS,
     );
-    key = demoKeys(gateway.output()).ANALYST!.key;
-    cli = await openAppDatabase(file.url);
   }, 2 * STARTUP_MS);
   afterAll(async () => {
     await gateway?.stop();
-    await cli?.close();
     await file?.drop();
   });
 
@@ -210,7 +202,10 @@ describe('liquidity read model across processes on SQLite', () => {
       writeFileSync(csv, collapse('harbor-treasury'));
       const cmd = liquidityCommands.find((c) => c.name === 'liquidity ingest')!;
       const config = loadConfig({ DATABASE_URL: file.url });
-      await cmd.run({ config, db: cli, clock: systemClock }, { options: { json: true }, positionals: [csv] });
+      await cmd.run(
+        { config, db: file.db, clock: systemClock },
+        { options: { json: true }, positionals: [csv] },
+      );
       const started = Date.now();
       const seen = await until(
         () => latest(gateway.url, key, 'harbor-treasury'),
@@ -238,15 +233,16 @@ describeWithPostgres('liquidity read model across gateways on one PostgreSQL', (
     let admin: string;
     const prefix = `tidegate-test-${randomBytes(4).toString('hex')}`;
     beforeAll(async () => {
-      database = await createTestDatabase('postgresql');
+      const seeded = await createSeededTestDatabase('postgresql');
+      database = seeded.database;
       const env = { ...UNLIMITED, DATABASE_URL: database.url, READ_MODEL_POLL: '60s' };
       const bus = { REDIS_URL: TEST_REDIS_URL!, REDIS_PREFIX: prefix };
-      a = await startGatewayProcess({ ...env, ...bus, DEMO_SEED: 'true' }, STARTUP_MS);
-      [b, c] = await Promise.all([
+      [a, b, c] = await Promise.all([
+        startGatewayProcess({ ...env, ...bus }, STARTUP_MS),
         startGatewayProcess({ ...env, ...bus }, STARTUP_MS),
         startGatewayProcess({ ...env, READ_MODEL_POLL: '1s' }, STARTUP_MS),
       ]);
-      const keys = demoKeys(a.output());
+      const keys = keysOf(seeded.demo);
       analyst = keys.ANALYST!.key;
       admin = (
         await createApiKey(

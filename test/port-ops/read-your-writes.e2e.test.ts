@@ -1,11 +1,11 @@
 import { Client } from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LISTENER_APPLICATION_NAME } from '../../src/db/versions.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createSeededTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { describeEachDialect, describeWithPostgres } from '../helpers/env.js';
 import { NOTICE_BOUND_MS, servedWithin } from '../helpers/served.js';
 import { gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
-import { demoKeys, startGatewayProcess, type GatewayProcess } from '../events/process.js';
+import { keysOf, startGatewayProcess, type GatewayProcess } from '../events/process.js';
 
 /*
  * A client that writes reads its write back on the very next request, through REST and GraphQL,
@@ -93,10 +93,14 @@ describeWithPostgres('port-ops: reads follow writes across two gateways on one P
   let database: TestDatabase;
   let a: GatewayProcess;
   let b: GatewayProcess;
+  let key: string;
   beforeAll(async () => {
-    database = await createTestDatabase('postgresql');
-    // Seeding on a loaded machine takes most of a minute.
-    a = await startGatewayProcess({ DATABASE_URL: database.url, DEMO_SEED: 'true' }, 120_000);
+    const seeded = await createSeededTestDatabase('postgresql');
+    database = seeded.database;
+    key = keysOf(seeded.demo).INSTITUTIONAL!.key;
+    // A start on a loaded machine can take tens of seconds. One after the other: the test of the
+    // lost listener tells B's listening connection from A's by its start.
+    a = await startGatewayProcess({ DATABASE_URL: database.url }, 120_000);
     b = await startGatewayProcess({ DATABASE_URL: database.url }, 120_000);
   }, 240_000);
   afterAll(async () => {
@@ -105,7 +109,6 @@ describeWithPostgres('port-ops: reads follow writes across two gateways on one P
   });
 
   it('what A wrote, A serves on the next request and B once the notice arrives', async () => {
-    const key = demoKeys(a.output()).INSTITUTIONAL!.key;
     await writeThenRead(a.url, a.url, key);
     await writeThenRead(a.url, b.url, key, NOTICE_BOUND_MS);
   });
@@ -128,7 +131,7 @@ describeWithPostgres('port-ops: reads follow writes across two gateways on one P
       const [ofA, ofB] = before as [number, number];
       await admin.query('select pg_terminate_backend($1)', [ofB]);
       // B reads its versions from the database until it listens again: fresh all along.
-      await writeThenRead(a.url, b.url, demoKeys(a.output()).INSTITUTIONAL!.key, NOTICE_BOUND_MS);
+      await writeThenRead(a.url, b.url, key, NOTICE_BOUND_MS);
       const deadline = Date.now() + 10_000;
       while ((await listeners()).length < 2 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 50));

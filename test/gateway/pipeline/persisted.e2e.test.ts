@@ -1,11 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TrustedDocuments } from '../../../src/gateway/pipeline/persisted.js';
-import { demoKeys, startGatewayProcess, type GatewayProcess } from '../../events/process.js';
+import { keysOf, startGatewayProcess, type GatewayProcess } from '../../events/process.js';
+import { createSeededTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { describeWithRedis, TEST_REDIS_URL } from '../../helpers/env.js';
 import { gql, rest, startTestServer, type TestServer } from '../../helpers/server.js';
 
@@ -19,16 +17,17 @@ async function post(url: string, key: string, body: Record<string, unknown>) {
 
 describeWithRedis('automatic persisted queries shared through Redis', () => {
   const prefix = `tg-apq-${randomBytes(4).toString('hex')}`;
-  const dir = mkdtempSync(join(tmpdir(), 'tidegate-apq-'));
   let a: GatewayProcess;
   let b: GatewayProcess;
+  let database: TestDatabase;
   let key: string;
   let redis: Redis;
   beforeAll(async () => {
-    const env = { DATABASE_URL: join(dir, 'db.sqlite'), REDIS_URL: TEST_REDIS_URL!, REDIS_PREFIX: prefix };
-    a = await startGatewayProcess({ ...env, DEMO_SEED: 'true' });
-    b = await startGatewayProcess({ ...env, DEMO_SEED: 'false' });
-    key = demoKeys(a.output()).PROFESSIONAL!.key;
+    const seeded = await createSeededTestDatabase('sqlite');
+    database = seeded.database;
+    key = keysOf(seeded.demo).PROFESSIONAL!.key;
+    const env = { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL!, REDIS_PREFIX: prefix };
+    [a, b] = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
     redis = new Redis(TEST_REDIS_URL!);
   }, 120_000);
   afterAll(async () => {
@@ -39,7 +38,7 @@ describeWithRedis('automatic persisted queries shared through Redis', () => {
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
     }
-    rmSync(dir, { recursive: true, force: true });
+    await database?.drop();
   });
 
   it('a query registered through one process runs by its hash alone on the other', async () => {
