@@ -111,13 +111,19 @@ describeEachDialect('tidegate CLI', (dialect) => {
       [['frobnicate'], /unknown command 'frobnicate'/],
       [['audit', 'export', '--account', 'not-a-uuid'], /accountId: must be a UUID/],
     ];
-    for (const [args, message] of cases) {
-      const res = await tidegate(db, ...args, '--json');
+    // Each case is a process of its own, and none writes: they run side by side, on a database
+    // migrated first (every command migrates before it runs, and migrations are one process's work).
+    expect((await tidegate(db, 'migrate')).code).toBe(0);
+    const [bare, ...results] = await Promise.all([
+      tidegate(db),
+      ...cases.map(([args]) => tidegate(db, ...args, '--json')),
+    ]);
+    cases.forEach(([args, message], i) => {
+      const res = results[i]!;
       expect(res.code, args.join(' ')).not.toBe(0);
-      expect(res.stderr).toMatch(message);
-      expect(res.stdout).toBe('');
-    }
-    const bare = await tidegate(db);
+      expect(res.stderr, args.join(' ')).toMatch(message);
+      expect(res.stdout, args.join(' ')).toBe('');
+    });
     expect(bare.code).toBe(2);
     expect(bare.stderr).toMatch(/Usage: tidegate <command>/);
     expect(bare.stdout).toBe('');
