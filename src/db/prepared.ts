@@ -529,7 +529,34 @@ export async function preparedPage<T extends object>(
 ): Promise<{ items: T[]; total: number }> {
   const meta = em.getMetadata().get(entity.name);
   const { shape, values } = termsOf(meta, where);
-  const key = `page|${meta.tableName}|${shape.join('&')}|${Object.entries(orderBy).join(',')}`;
+  const reader = entityReader(em, entity, meta, 'page_total');
+  const run = (limit: number, offset: number) =>
+    read(em, reader, pageText(meta, shape, orderBy, limit), [...values, ...values, offset]);
+  const { items, extra } = await run(page.limit, page.offset);
+  if (items.length === 0) {
+    if (page.offset === 0) return { items: [], total: 0 };
+    // Past the end: the page is empty, the count still wanted.
+    const counted = await run(1, 0);
+    return { items: [], total: counted.items.length ? Number(counted.extra) : 0 };
+  }
+  return { items, total: Number(extra) };
+}
+
+/**
+ * The text of a page with its count. The limit is written into the text, the offset bound: on
+ * SQLite a bound LIMIT made every run of the statement cost about what preparing it costs (13–16 µs
+ * more per run, measured with better-sqlite3 on a 10-row and a 1-row page), a bound OFFSET nothing.
+ * Limits come from the code and the page-size bounds (1–100), so they add few texts.
+ */
+function pageText(
+  meta: EntityMetadata,
+  shape: string[],
+  orderBy: Record<string, Direction>,
+  limit: number,
+): string {
+  if (!Number.isSafeInteger(limit) || limit < 0)
+    throw new Error(`a page limit is a whole number (got ${limit})`);
+  const key = `page|${meta.tableName}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${limit}`;
   let sql = texts.get(key);
   if (!sql) {
     const table = `"${meta.tableName}"`;
@@ -538,18 +565,10 @@ export async function preparedPage<T extends object>(
     const order = Object.entries(orderBy)
       .map(([prop, direction]) => `e.${columnOf(meta, prop)} ${direction}`)
       .join(', ');
-    sql = `select e.*, (select count(*) from ${table} c${filter('c')}) as page_total from ${table} e${filter('e')} order by ${order} limit ? offset ?`;
+    sql = `select e.*, (select count(*) from ${table} c${filter('c')}) as page_total from ${table} e${filter('e')} order by ${order} limit ${limit} offset ?`;
     texts.set(key, sql);
   }
-  const reader = entityReader(em, entity, meta, 'page_total');
-  const { items, extra } = await read(em, reader, sql, [...values, ...values, page.limit, page.offset]);
-  if (items.length === 0) {
-    if (page.offset === 0) return { items: [], total: 0 };
-    // Past the end: the page is empty, the count still wanted.
-    const counted = await read(em, reader, sql, [...values, ...values, 1, 0]);
-    return { items: [], total: counted.items.length ? Number(counted.extra) : 0 };
-  }
-  return { items, total: Number(extra) };
+  return sql;
 }
 
 /** The rows whose `prop` is one of `keys` (a DataLoader batch), optionally in `orderBy` order. */

@@ -13,8 +13,10 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  */
 describeEachDialect('prepared reads', (dialect) => {
   let server: TestServer;
+  /** The server's statements, as its query log shows them. */
+  const statements: string[] = [];
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await startTestServer({ dialect, onQuery: (sql) => statements.push(sql) });
   });
   afterAll(() => server?.close());
 
@@ -87,5 +89,19 @@ describeEachDialect('prepared reads', (dialect) => {
       items: [],
       total: 0,
     });
+  });
+
+  it('write the page size into the text and bind the offset, refusing a size that is not a whole number', async () => {
+    const em = server.database.db.em();
+    const order = { name: 'asc', id: 'asc' } as const;
+    const orm = await em.find(Vendor, {}, { orderBy: order, limit: 3, offset: 2 });
+    statements.length = 0;
+    const page = await preparedPage(em, Vendor, {}, order, { limit: 3, offset: 2 });
+    expect(page.items.map((v) => v.id)).toEqual(orm.map((v) => v.id));
+    expect(statements).toEqual([expect.stringMatching(/page_total .* limit 3 offset \? \[/)]);
+    for (const limit of [1.5, -1, Number.NaN])
+      await expect(preparedPage(em, Vendor, {}, order, { limit, offset: 0 })).rejects.toThrow(
+        /a page limit is a whole number/,
+      );
   });
 });
