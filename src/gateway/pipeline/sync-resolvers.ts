@@ -11,10 +11,13 @@ import { getMetadataStorage, type ContainerType } from 'type-graphql';
  * - `@Arg` whose value is null, a string, number, boolean or Date (type-graphql returns these
  *   as they are when validation is off); object and list values go to type-graphql, which turns
  *   them into input-class instances;
+ * - `@Args()` whose fields' values are all such values (a page's `first`/`after`/`offset`): an
+ *   instance of the args class made as type-graphql makes it; a call with an object or list value
+ *   among them goes to type-graphql;
  * - `@Ctx()` / `@Ctx('prop')`, `@Info()`, and `@Root()` without a declared type.
  *
- * A field keeps type-graphql's resolver when its method has any other parameter kind (`@Args`,
- * custom decorators), a middleware, an `@Authorized` rule, or a validator of its own. The
+ * A field keeps type-graphql's resolver when its method has any other parameter kind (custom
+ * decorators), a middleware, an `@Authorized` rule, or a validator of its own. The
  * resolver class instance is the one type-graphql uses: both come from `resolverContainer`.
  */
 
@@ -56,16 +59,59 @@ function isPassThrough(value: unknown): boolean {
   );
 }
 
+/** Whether an `@Arg` or `@Args` asks for validation of its own (the schema's is off). */
+function validatesItself(param: ParamMetadata & { kind: 'arg' | 'args' }): boolean {
+  return !!param.validateFn || (param.validateSettings !== undefined && param.validateSettings !== false);
+}
+
+/**
+ * The field names of an `@ArgsType` class and of the args classes it extends, in the order
+ * type-graphql reads them (the class's own, then each superclass's); undefined when `type` is not
+ * one.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+function argsFieldsOf(type: Function): string[] | undefined {
+  const argumentTypes = getMetadataStorage().argumentTypes;
+  const own = argumentTypes.find((t) => t.target === type);
+  if (!own) return undefined;
+  const names = (own.fields ?? []).map((f) => f.name);
+  for (let parent = Object.getPrototypeOf(type) as { prototype?: unknown }; parent.prototype !== undefined;) {
+    names.push(...(argumentTypes.find((t) => t.target === parent)?.fields ?? []).map((f) => f.name));
+    parent = Object.getPrototypeOf(parent) as { prototype?: unknown };
+  }
+  return names;
+}
+
 /** A binder for one parameter, or undefined when type-graphql must bind every call of this method. */
 function binderOf(param: ParamMetadata): Binder | undefined {
   switch (param.kind) {
     case 'arg': {
-      if (param.validateFn || (param.validateSettings !== undefined && param.validateSettings !== false))
-        return undefined;
+      if (validatesItself(param)) return undefined;
       const name = param.name;
       return (_root, args) => {
         const value = args[name];
         return isPassThrough(value) ? value : FALLBACK;
+      };
+    }
+    case 'args': {
+      if (validatesItself(param)) return undefined;
+      const type = param.getType();
+      const fields = typeof type === 'function' ? argsFieldsOf(type) : undefined;
+      if (!fields) return undefined;
+      const ArgsClass = type as new () => Record<string, unknown>;
+      return (_root, args) => {
+        const values: Record<string, unknown> = {};
+        for (const name of fields) {
+          const value = args[name];
+          if (value === undefined) continue;
+          if (!isPassThrough(value)) return FALLBACK;
+          values[name] = value;
+        }
+        // As type-graphql makes it: a new instance, its unset fields not given dropped, the values over it.
+        const instance = new ArgsClass();
+        for (const key of Object.keys(instance))
+          if (instance[key] === undefined && !(key in values)) delete instance[key];
+        return Object.assign(instance, values);
       };
     }
     case 'context': {

@@ -46,6 +46,15 @@ class PageArgs {
   first: number = 20;
 }
 
+@ArgsType()
+class FilteredPageArgs extends PageArgs {
+  @Field(() => Number, { nullable: true })
+  offset?: number | null;
+
+  @Field(() => EchoInput, { nullable: true })
+  where?: EchoInput | null;
+}
+
 interface TestContext {
   prefix: string;
 }
@@ -81,6 +90,16 @@ class EchoResolver {
   @Query(() => Number)
   page(@Args(() => PageArgs) args: PageArgs): number {
     return args.first;
+  }
+
+  /** What the method is handed: the class, and every own property with its value. */
+  @Query(() => String)
+  filteredPage(@Args(() => FilteredPageArgs) args: FilteredPageArgs): string {
+    const entries = Object.entries(args).map(([key, value]) => [
+      key,
+      value instanceof EchoInput ? `EchoInput ${value.text}` : value,
+    ]);
+    return JSON.stringify([args instanceof FilteredPageArgs, entries]);
   }
 
   @Query(() => String)
@@ -200,10 +219,43 @@ describe('bindRootResolversSynchronously', () => {
   });
 
   it('rewrites only the fields whose every parameter it can bind', () => {
-    // echo, maybe, isShared, boom, inputKind, shout — not `page` (@Args) nor `wrapped` (middleware).
-    expect(rewritten).toBe(6);
-    expect(call('Query', 'page', { first: 3 })).toBeInstanceOf(Promise);
+    // echo, maybe, isShared, boom, inputKind, page, filteredPage, shout — not `wrapped` (middleware).
+    expect(rewritten).toBe(8);
+    expect(call('Query', 'page', { first: 3 })).toBe(3);
+    expect(call('Query', 'page', {})).toBe(20);
     expect(call('Query', 'wrapped', { text: 'x' })).toBeInstanceOf(Promise);
+  });
+
+  it('binds an args class as type-graphql does, and hands it object values', async () => {
+    // The same resolvers as type-graphql binds them, in a schema of their own.
+    const original = buildSchemaSync({
+      resolvers: [EchoResolver],
+      validate: false,
+      container: resolverContainer,
+      emitSchemaFile: false,
+    });
+    const resolve = original.getQueryType()!.getFields().filteredPage!.resolve as Resolve;
+    const cases = [{}, { first: 3 }, { first: null, offset: 40 }, { offset: 0, where: null }];
+    for (const args of cases) {
+      const answer = call('Query', 'filteredPage', args);
+      expect(answer, JSON.stringify(args)).not.toBeInstanceOf(Promise);
+      expect(answer).toBe(await resolve(undefined, args, ctx, undefined as never));
+    }
+    expect(call('Query', 'filteredPage', { offset: 2 })).toBe(
+      JSON.stringify([
+        true,
+        [
+          ['first', 20],
+          ['offset', 2],
+        ],
+      ]),
+    );
+    const withObject = call('Query', 'filteredPage', { first: 5, where: { text: 'w' } });
+    expect(withObject).toBeInstanceOf(Promise);
+    expect(await withObject).toBe(
+      await resolve(undefined, { first: 5, where: { text: 'w' } }, ctx, undefined as never),
+    );
+    expect(await withObject).toContain('EchoInput w');
   });
 
   it('hands object arguments to type-graphql, which makes input-class instances of them', async () => {
