@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ManualClock } from '../../../src/kernel/clock.js';
 import { describeEachDialect } from '../../helpers/env.js';
 import { rest, startTestServer, type Json, type TestServer } from '../../helpers/server.js';
 
@@ -12,9 +13,12 @@ describeEachDialect('REST bodies shaped in place and as a copy', (dialect) => {
   let cold: TestServer;
   let kept: TestServer;
   beforeAll(async () => {
+    // One instant for both: they copy the one demo seeded there. On the system clock a run that
+    // crosses midnight seeds each server afresh, and two seeds differ (ids, the latest day).
+    const at = '2026-06-15T10:00:00Z';
     [cold, kept] = await Promise.all([
-      startTestServer({ dialect, env: { ANSWER_CACHE_MB: '0' } }),
-      startTestServer({ dialect }),
+      startTestServer({ dialect, clock: new ManualClock(at), env: { ANSWER_CACHE_MB: '0' } }),
+      startTestServer({ dialect, clock: new ManualClock(at) }),
     ]);
   });
   afterAll(async () => {
