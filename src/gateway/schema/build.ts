@@ -1,9 +1,10 @@
 import 'reflect-metadata';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { specifiedDirectives, type GraphQLSchema } from 'graphql';
-import { DateTimeISOResolver, JSONObjectResolver } from 'graphql-scalars';
+import { JSONObjectResolver } from 'graphql-scalars';
 import { buildSchemaSync, type NonEmptyArray } from 'type-graphql';
 import type { DomainModule } from './module.js';
+import { DateTimeISO } from './date-time.js';
 import { accessDirectives } from './directives.js';
 import {
   assertRebinding,
@@ -31,7 +32,7 @@ export function buildGatewaySchema(modules: readonly DomainModule[]): GraphQLSch
       // type-graphql replaces the schema's directives with the list given: keep GraphQL's own
       // (@include, @skip, @deprecated, @specifiedBy), which every client framework uses.
       directives: [...specifiedDirectives, ...accessDirectives],
-      scalarsMap: [{ type: Date, scalar: DateTimeISOResolver }],
+      scalarsMap: [{ type: Date, scalar: DateTimeISO }],
       // Input validation lives in the domain services, where every door shares it.
       validate: false,
       // Every @Subscription brings its own `subscribe` (src/events/subscriptions.ts, fed by the event

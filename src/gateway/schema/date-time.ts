@@ -1,0 +1,59 @@
+import { GraphQLScalarType } from 'graphql';
+import { DateTimeISOResolver } from 'graphql-scalars';
+
+/*
+ * The schema's `DateTimeISO`: graphql-scalars' scalar, whose serialized form is
+ * `Date.prototype.toISOString()`, with that text written here for a valid Date from year 1000 to
+ * 9999. V8's toISOString costs about 0.6 µs a date (a call into the runtime), three times this
+ * arithmetic; a 50-call dashboard serializes a few hundred dates. Anything else (another year, an
+ * invalid Date, a string or a number) is serialized by graphql-scalars itself, so the text and the
+ * errors are the same. Parsing, the name, the description and the SDL are graphql-scalars'.
+ */
+
+const DAY = 86_400_000;
+/** 1000-01-01T00:00:00.000Z and 10000-01-01T00:00:00.000Z: four-digit years, as toISOString writes them. */
+const FIRST = Date.UTC(1000, 0, 1);
+const END = Date.UTC(10_000, 0, 1);
+const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => (i < 10 ? `0${i}` : `${i}`));
+
+/**
+ * `new Date(time).toISOString()` for a time from 1000-01-01 to 9999-12-31 (UTC): the civil date
+ * from the days since 1970-01-01 (H. Hinnant's `civil_from_days`), then the time of day.
+ */
+export function isoDateTime(time: number): string {
+  const days = Math.floor(time / DAY);
+  let ms = time - days * DAY;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra -
+      Math.floor(dayOfEra / 1460) +
+      Math.floor(dayOfEra / 36_524) -
+      Math.floor(dayOfEra / 146_096)) /
+      365,
+  );
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const shiftedMonth = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1;
+  const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const hours = Math.floor(ms / 3_600_000);
+  ms -= hours * 3_600_000;
+  const minutes = Math.floor(ms / 60_000);
+  ms -= minutes * 60_000;
+  const seconds = Math.floor(ms / 1000);
+  ms -= seconds * 1000;
+  return `${year}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[hours]}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z`;
+}
+
+export const DateTimeISO = new GraphQLScalarType({
+  ...DateTimeISOResolver.toConfig(),
+  serialize(value) {
+    if (value instanceof Date) {
+      const time = value.getTime();
+      if (time >= FIRST && time < END) return isoDateTime(time);
+    }
+    return DateTimeISOResolver.serialize(value);
+  },
+});
