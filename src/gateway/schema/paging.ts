@@ -31,7 +31,9 @@ export function pagedConnection<T>(
   { items, total }: { items: T[]; total: number },
   page: Page,
 ): PagedConnection<T> {
-  return { ...toConnection(items, total, page), page };
+  // Not a spread: that would read `edges`, which makes a cursor per item that a list read by its
+  // `nodes` (every REST list) never shows.
+  return Object.assign(toConnection(items, total, page), { page });
 }
 
 /** Adds `limit` and `offset` (the page that was served) to a connection type, for REST bodies. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, toConnection } from '../../../src/gateway/schema/connection.js';
+import { pagedConnection } from '../../../src/gateway/schema/paging.js';
 
 describe('toConnection', () => {
   it('gives each item its cursor by offset, and the page its first and last', () => {
@@ -37,5 +38,16 @@ describe('toConnection', () => {
     expect(Object.getOwnPropertyDescriptor(page, 'edges')?.get).toBeInstanceOf(Function);
     expect(page.edges).toBe(page.edges);
     expect(page.edges[0]!.node).toBe(items[0]);
+  });
+
+  it('keeps the edges unmade in a paged connection, which carries its page', () => {
+    const items = [{ id: 1 }, { id: 2 }];
+    const page = { offset: 10, limit: 2 };
+    const paged = pagedConnection({ items, total: 30 }, page);
+    expect(Object.getOwnPropertyDescriptor(paged, 'edges')?.get).toBeInstanceOf(Function);
+    expect(paged.page).toBe(page);
+    expect(paged.nodes).toBe(items);
+    expect(paged.edges.map((e) => decodeCursor(e.cursor))).toEqual([10, 11]);
+    expect(paged.pageInfo.hasNextPage).toBe(true);
   });
 });
