@@ -38,6 +38,15 @@ function columnOf(meta: EntityMetadata, prop: string): string {
   return `"${column}"`;
 }
 
+/**
+ * The columns of `props` (property names) with `alias.` before each, or `alias.*` for every column.
+ * A row read with some properties has only those: the caller reads no others.
+ */
+function selected(meta: EntityMetadata, props: readonly string[] | undefined, alias = ''): string {
+  const of = alias ? `${alias}.` : '';
+  return props ? props.map((p) => of + columnOf(meta, p)).join(', ') : `${of}*`;
+}
+
 /** The `where` as (column + operator) terms with their values, and a key naming the shape. */
 function termsOf(
   meta: EntityMetadata,
@@ -571,7 +580,10 @@ function pageText(
   return sql;
 }
 
-/** The rows whose `prop` is one of `keys` (a DataLoader batch), optionally in `orderBy` order. */
+/**
+ * The rows whose `prop` is one of `keys` (a DataLoader batch), optionally in `orderBy` order, with
+ * every property or only `props`.
+ */
 export async function preparedIn<T extends object>(
   em: EntityManager,
   entity: EntityClass<T>,
@@ -579,18 +591,19 @@ export async function preparedIn<T extends object>(
   keys: readonly unknown[],
   orderBy: Record<string, Direction> = {},
   where: Record<string, unknown> = {},
+  props?: readonly string[],
 ): Promise<T[]> {
   const meta = em.getMetadata().get(entity.name);
   const { shape, values } = termsOf(meta, where);
   // One text per batch size: a loader's batches come in few sizes (at most its maxBatchSize).
-  const key = `in|${meta.tableName}|${prop}|${keys.length}|${shape.join('&')}|${Object.entries(orderBy).join(',')}`;
+  const key = `in|${meta.tableName}|${prop}|${keys.length}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${props?.join(',') ?? '*'}`;
   let sql = texts.get(key);
   if (!sql) {
     const terms = [...shape, `${columnOf(meta, prop)} in (${keys.map(() => '?').join(', ')})`];
     const order = Object.entries(orderBy)
       .map(([p, direction]) => `${columnOf(meta, p)} ${direction}`)
       .join(', ');
-    sql = `select * from "${meta.tableName}" where ${terms.join(' and ')}${order ? ` order by ${order}` : ''}`;
+    sql = `select ${selected(meta, props)} from "${meta.tableName}" where ${terms.join(' and ')}${order ? ` order by ${order}` : ''}`;
     texts.set(key, sql);
   }
   return (await read(em, entityReader(em, entity, meta), sql, [...values, ...keys])).items;
@@ -602,7 +615,8 @@ const JOINED = 'joined__';
 /**
  * `preparedIn` and, in the same statement, the rows of `joined.entity` that the rows' `joined.on`
  * property names (each once): one statement for two levels of a nested read whose second level is
- * a single row per parent, such as a service order's vendor.
+ * a single row per parent, such as a service order's vendor. `props` narrows the properties read
+ * of either (`own`, `joined`); the joined entity's primary key is always read.
  */
 export async function preparedInJoined<T extends object, J extends object>(
   em: EntityManager,
@@ -610,18 +624,20 @@ export async function preparedInJoined<T extends object, J extends object>(
   prop: string,
   keys: readonly unknown[],
   joined: { entity: EntityClass<J>; on: string },
+  props: { own?: readonly string[]; joined?: readonly string[] } = {},
 ): Promise<{ items: T[]; joined: J[] }> {
   const meta = em.getMetadata().get(entity.name);
   const joinedMeta = em.getMetadata().get(joined.entity.name);
-  const primary =
-    joinedMeta.properties[joinedMeta.primaryKeys[0] as keyof typeof joinedMeta.properties]!.fieldNames[0]!;
-  const key = `joined|${meta.tableName}|${prop}|${keys.length}|${joinedMeta.tableName}|${joined.on}`;
+  const primaryProp = joinedMeta.primaryKeys[0] as string;
+  const primary = joinedMeta.properties[primaryProp as keyof typeof joinedMeta.properties]!.fieldNames[0]!;
+  const key = `joined|${meta.tableName}|${prop}|${keys.length}|${joinedMeta.tableName}|${joined.on}|${props.own?.join(',') ?? '*'}|${props.joined?.join(',') ?? '*'}`;
   let sql = texts.get(key);
   if (!sql) {
+    const wanted = props.joined && new Set([primaryProp, ...props.joined]);
     const columns = joinedMeta.props
-      .filter((p) => p.fieldNames?.length === 1)
+      .filter((p) => p.fieldNames?.length === 1 && (!wanted || wanted.has(p.name)))
       .map((p) => `j."${p.fieldNames[0]}" as "${JOINED}${p.fieldNames[0]}"`);
-    sql = `select e.*, ${columns.join(', ')} from "${meta.tableName}" e left join "${joinedMeta.tableName}" j on j."${primary}" = e.${columnOf(meta, joined.on)} where e.${columnOf(meta, prop)} in (${keys.map(() => '?').join(', ')})`;
+    sql = `select ${selected(meta, props.own, 'e')}, ${columns.join(', ')} from "${meta.tableName}" e left join "${joinedMeta.tableName}" j on j."${primary}" = e.${columnOf(meta, joined.on)} where e.${columnOf(meta, prop)} in (${keys.map(() => '?').join(', ')})`;
     texts.set(key, sql);
   }
   const reader: Reader<{ items: T[]; joined: J[] }> = {

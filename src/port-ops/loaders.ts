@@ -1,7 +1,9 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityClass } from '@mikro-orm/core';
+import { isObjectType, type GraphQLResolveInfo } from 'graphql';
 import { preparedIn, preparedInJoined } from '../db/prepared.js';
 import type { GatewayContext } from '../gateway/schema/context.js';
+import { fieldsSelectedOn } from '../gateway/schema/selection.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
 import { PortCall, ServiceOrder, StatusChange, StatusSubject, Vendor } from './entities.js';
 
@@ -83,30 +85,90 @@ export const loadServiceOrders = (ctx: GatewayContext, portCallId: string): Mayb
     .load(portCallId);
 
 /**
+ * What the fields of a type that have a resolver read off their row: the resolvers of
+ * service-orders-resolvers.ts, beside the loaders they call. A field with a resolver that is not
+ * listed here makes a read-ahead read every property.
+ */
+const RESOLVERS_READ: Record<string, Record<string, readonly string[]>> = {
+  ServiceOrder: { vendor: ['vendorId'], portCall: ['portCallId'], statusHistory: ['id'] },
+  Vendor: {},
+};
+
+/**
+ * The properties of `entity` that the operation's fields on `typeName` read, with `always` (what
+ * the read itself needs), or undefined for every property: a field this cannot account for (a
+ * resolver not in RESOLVERS_READ, a getter, a field named apart from its property).
+ */
+function propertiesRead(
+  info: GraphQLResolveInfo,
+  em: EntityManager,
+  entity: EntityClass<object>,
+  typeName: string,
+  always: readonly string[],
+): string[] | undefined {
+  const type = info.schema.getType(typeName);
+  if (!isObjectType(type)) return undefined;
+  const fields = type.getFields();
+  const columns = new Set(
+    em
+      .getMetadata()
+      .get(entity.name)
+      .props.filter((p) => p.fieldNames?.length === 1)
+      .map((p) => p.name),
+  );
+  const props = new Set(always);
+  for (const name of fieldsSelectedOn(info, typeName)) {
+    if (name.startsWith('__')) continue; // __typename: nothing of the row
+    const field = fields[name];
+    const reads = field?.resolve ? RESOLVERS_READ[typeName]?.[name] : columns.has(name) ? [name] : undefined;
+    if (!reads) return undefined;
+    for (const prop of reads) props.add(prop);
+  }
+  return [...props];
+}
+
+/**
  * Reads the service orders of a page of calls in one statement, with their vendors in the same
  * statement when `withVendors`, before the page's fields resolve: each call's `serviceOrders` and
  * each order's `vendor` are then answered at once. A list of calls whose query reads their orders
  * calls it (fifty calls' orders through a DataLoader were fifty promises, and as many again for
  * their vendors).
+ *
+ * Only the properties some field of the operation reads are read (every field on `ServiceOrder`
+ * and `Vendor` anywhere in it, since these rows answer every order and vendor of the request): the
+ * dashboard's orders and vendors without the columns it never shows. Each column read costs a
+ * value made by the driver (about 0.1 µs on SQLite) and, for dates and JSON, one made here.
  */
 export async function readServiceOrders(
   ctx: GatewayContext,
   portCallIds: readonly string[],
   withVendors: boolean,
+  info: GraphQLResolveInfo,
 ): Promise<void> {
   const ahead = readAhead(ctx);
   const ids = portCallIds.filter((id) => !ahead.orders.has(id));
   if (ids.length === 0) return;
+  // Grouped by call and ordered by time and id (chronological) here; the vendor joins on vendorId.
+  const own = propertiesRead(info, ctx.reads, ServiceOrder, 'ServiceOrder', [
+    'id',
+    'portCallId',
+    'createdAt',
+    ...(withVendors ? ['vendorId'] : []),
+  ]);
   let orders: ServiceOrder[];
   if (withVendors) {
-    const read = await preparedInJoined(ctx.reads, ServiceOrder, 'portCallId', ids, {
-      entity: Vendor,
-      on: 'vendorId',
-    });
+    const read = await preparedInJoined(
+      ctx.reads,
+      ServiceOrder,
+      'portCallId',
+      ids,
+      { entity: Vendor, on: 'vendorId' },
+      { own, joined: propertiesRead(info, ctx.reads, Vendor, 'Vendor', ['id']) },
+    );
     orders = read.items;
     for (const vendor of read.joined) if (!ahead.vendors.has(vendor.id)) ahead.vendors.set(vendor.id, vendor);
   } else {
-    orders = await preparedIn(ctx.reads, ServiceOrder, 'portCallId', ids);
+    orders = await preparedIn(ctx.reads, ServiceOrder, 'portCallId', ids, {}, {}, own);
   }
   const groups = chronological(groupBy(orders, 'portCallId', ids), (o) => o.createdAt);
   ids.forEach((id, i) => {

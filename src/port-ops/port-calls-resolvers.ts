@@ -100,6 +100,7 @@ export class PortCallResolver {
         ctx,
         calls.items.map((c) => c.id),
         read.vendors,
+        info,
       );
     return pagedConnection(calls, page);
   }

@@ -20,8 +20,8 @@ describeEachDialect('prepared reads', (dialect) => {
   });
   afterAll(() => server?.close());
 
-  const plain = (rows: object[]) =>
-    rows.map((r) => ({ ...r }) as { id: string }).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  const plain = (rows: object[]) => rows.map((r) => ({ ...r }) as { id: string }).sort(byId);
 
   /** What the ORM hydrates, read before any transaction (SQLite's one connection is then free). */
   async function expected() {
@@ -103,5 +103,24 @@ describeEachDialect('prepared reads', (dialect) => {
       await expect(preparedPage(em, Vendor, {}, order, { limit, offset: 0 })).rejects.toThrow(
         /a page limit is a whole number/,
       );
+  });
+
+  it("read only the properties asked for, and always the joined entity's key", async () => {
+    const em = server.database.db.em();
+    const orm = await expected();
+    const orders = await preparedIn(em, ServiceOrder, 'portCallId', orm.ids, {}, {}, ['id', 'status']);
+    expect(orders).toHaveLength(orm.orders.length);
+    expect(orders.every((o) => o instanceof ServiceOrder)).toBe(true);
+    expect(plain(orders)).toEqual(orm.orders.map(({ id, status }) => ({ id, status })).sort(byId));
+    const joined = await preparedInJoined(
+      em,
+      ServiceOrder,
+      'portCallId',
+      orm.ids,
+      { entity: Vendor, on: 'vendorId' },
+      { own: ['id', 'vendorId'], joined: ['name'] },
+    );
+    expect(plain(joined.items)).toEqual(orm.orders.map(({ id, vendorId }) => ({ id, vendorId })).sort(byId));
+    expect(plain(joined.joined)).toEqual(orm.orderVendors.map(({ id, name }) => ({ id, name })).sort(byId));
   });
 });

@@ -124,4 +124,33 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
     expect(orders[0]).toMatch(/join .vendors. /);
     expect(domain.filter((s) => /from .vendors. /.test(s))).toEqual([]);
   });
+
+  it("GraphQL: a list's orders and vendors read only the columns the operation's fields read, anywhere in it", async () => {
+    const key = server.key('INSTITUTIONAL');
+    await staleKeptAnswers(server);
+    const { domain } = await record(() => gql(server.url, DASHBOARD_QUERY, { key }));
+    const [orders] = domain.filter((s) => /from .service_orders. /.test(s));
+    expect(orders).toMatch(/e\."service_type"/);
+    expect(orders).toMatch(/j\."name" as "joined__name"/);
+    expect(orders).not.toMatch(/requested_for|completed_at|contact_email|"services"/);
+
+    // Rows read ahead answer every order and vendor of the request: a second list of the same calls
+    // and the vendors of invoices read what the first list left out.
+    const parts = {
+      narrow: 'narrow: portCalls(first: 50) { nodes { id serviceOrders { id status vendor { id name } } } }',
+      wide: 'wide: portCalls(first: 50) { nodes { id serviceOrders { requestedFor updatedAt vendor { contactEmail services active } } } }',
+      invoices: 'invoices(first: 20) { nodes { id vendor { contactPhone createdAt } } }',
+    };
+    const alone: Record<string, unknown> = {};
+    for (const [name, part] of Object.entries(parts)) {
+      const answer = await gql(server.url, `{ ${part} }`, { key });
+      expect(answer.body.errors).toBeUndefined();
+      alone[name] = answer.body.data![name];
+    }
+    expect((alone.invoices as { nodes: unknown[] }).nodes.length).toBeGreaterThan(0);
+    await staleKeptAnswers(server);
+    const together = await gql(server.url, `{ ${Object.values(parts).join(' ')} }`, { key });
+    expect(together.body.errors).toBeUndefined();
+    expect(together.body.data).toEqual(alone);
+  });
 });
