@@ -527,7 +527,7 @@ function objectsRead<T extends object>(
 
 /**
  * One page of `entity` in `orderBy` order, with the number of rows the filter matches, in one
- * statement (a count subquery beside the page).
+ * statement (a count subquery beside the page); every property of the rows, or only `props`.
  */
 export async function preparedPage<T extends object>(
   em: EntityManager,
@@ -535,12 +535,13 @@ export async function preparedPage<T extends object>(
   where: Record<string, unknown>,
   orderBy: Record<string, Direction>,
   page: { limit: number; offset: number },
+  props?: readonly string[],
 ): Promise<{ items: T[]; total: number }> {
   const meta = em.getMetadata().get(entity.name);
   const { shape, values } = termsOf(meta, where);
   const reader = entityReader(em, entity, meta, 'page_total');
   const run = (limit: number, offset: number) =>
-    read(em, reader, pageText(meta, shape, orderBy, limit), [...values, ...values, offset]);
+    read(em, reader, pageText(meta, shape, orderBy, limit, props), [...values, ...values, offset]);
   const { items, extra } = await run(page.limit, page.offset);
   if (items.length === 0) {
     if (page.offset === 0) return { items: [], total: 0 };
@@ -562,10 +563,11 @@ function pageText(
   shape: string[],
   orderBy: Record<string, Direction>,
   limit: number,
+  props: readonly string[] | undefined,
 ): string {
   if (!Number.isSafeInteger(limit) || limit < 0)
     throw new Error(`a page limit is a whole number (got ${limit})`);
-  const key = `page|${meta.tableName}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${limit}`;
+  const key = `page|${meta.tableName}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${limit}|${props?.join(',') ?? '*'}`;
   let sql = texts.get(key);
   if (!sql) {
     const table = `"${meta.tableName}"`;
@@ -574,7 +576,7 @@ function pageText(
     const order = Object.entries(orderBy)
       .map(([prop, direction]) => `e.${columnOf(meta, prop)} ${direction}`)
       .join(', ');
-    sql = `select e.*, (select count(*) from ${table} c${filter('c')}) as page_total from ${table} e${filter('e')} order by ${order} limit ${limit} offset ?`;
+    sql = `select ${selected(meta, props, 'e')}, (select count(*) from ${table} c${filter('c')}) as page_total from ${table} e${filter('e')} order by ${order} limit ${limit} offset ?`;
     texts.set(key, sql);
   }
   return sql;

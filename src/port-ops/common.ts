@@ -173,6 +173,7 @@ export function findPage<T extends object>(
   where: FilterQuery<T>,
   orderBy: QueryOrderMap<T>,
   page: Page,
+  props?: readonly string[],
 ): Promise<{ items: T[]; total: number }> {
   return preparedPage(
     em,
@@ -180,5 +181,6 @@ export function findPage<T extends object>(
     where as Record<string, unknown>,
     orderBy as Record<string, 'asc' | 'desc'>,
     page,
+    props,
   );
 }

@@ -86,10 +86,18 @@ export const loadServiceOrders = (ctx: GatewayContext, portCallId: string): Mayb
 
 /**
  * What the fields of a type that have a resolver read off their row: the resolvers of
- * service-orders-resolvers.ts, beside the loaders they call. A field with a resolver that is not
+ * port-calls-resolvers.ts and service-orders-resolvers.ts, beside the loaders they call. A field with a resolver that is not
  * listed here makes a read-ahead read every property.
  */
 const RESOLVERS_READ: Record<string, Record<string, readonly string[]>> = {
+  PortCall: {
+    vessel: ['vesselId'],
+    port: ['portId'],
+    vesselImo: ['vesselId'],
+    portLocode: ['portId'],
+    serviceOrders: ['id'],
+    statusHistory: ['id'],
+  },
   ServiceOrder: { vendor: ['vendorId'], portCall: ['portCallId'], statusHistory: ['id'] },
   Vendor: {},
 };
@@ -99,7 +107,7 @@ const RESOLVERS_READ: Record<string, Record<string, readonly string[]>> = {
  * the read itself needs), or undefined for every property: a field this cannot account for (a
  * resolver not in RESOLVERS_READ, a getter, a field named apart from its property).
  */
-function propertiesRead(
+export function propertiesRead(
   info: GraphQLResolveInfo,
   em: EntityManager,
   entity: EntityClass<object>,

@@ -28,7 +28,14 @@ import {
   StatusSubject,
   Vessel,
 } from './entities.js';
-import { loadPort, loadServiceOrders, loadStatusHistory, loadVessel, readServiceOrders } from './loaders.js';
+import {
+  loadPort,
+  loadServiceOrders,
+  loadStatusHistory,
+  loadVessel,
+  propertiesRead,
+  readServiceOrders,
+} from './loaders.js';
 import {
   createPortCall,
   deletePortCall,
@@ -86,12 +93,14 @@ export class PortCallResolver {
   ) {
     const page = pageOf(args);
     // A LOCODE or IMO filter is looked up as an entity (the request's entity manager); the page
-    // itself is a prepared read, which needs no fork of its own.
+    // itself is a prepared read, which needs no fork of its own. Its rows have only the columns
+    // the operation's fields on PortCall read (and the id, which reads the calls' orders).
     const calls = await listPortCalls(
       portLocode || vesselImo ? ctx.em : ctx.reads,
       requirePrincipal(ctx),
       { status, portLocode, vesselImo, etaFrom, etaTo },
       page,
+      propertiesRead(info, ctx.reads, PortCall, 'PortCall', ['id']),
     );
     // The calls' orders (and their vendors), when the query reads them, in one statement now.
     const read = ordersReadBy(info);

@@ -292,6 +292,8 @@ export async function listPortCalls(
   principal: Principal,
   filter: PortCallFilter,
   page: Page,
+  /** The properties the caller reads of each call (every one when absent). */
+  props?: readonly string[],
 ) {
   const where: FilterQuery<PortCall> = { ...tenant(principal) };
   if (filter.status) where.status = parseEnum(PortCallStatus, filter.status, 'status');
@@ -306,5 +308,5 @@ export async function listPortCalls(
   // Upcoming calls first for SCHEDULED; otherwise most recent first. The id breaks ties so pages are
   // stable, in the same direction, so one index (…, eta, id) serves both orders.
   const direction = filter.status === PortCallStatus.SCHEDULED ? 'asc' : 'desc';
-  return findPage(em, PortCall, where, { eta: direction, id: direction }, page);
+  return findPage(em, PortCall, where, { eta: direction, id: direction }, page, props);
 }

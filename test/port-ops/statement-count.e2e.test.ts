@@ -125,10 +125,14 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
     expect(domain.filter((s) => /from .vendors. /.test(s))).toEqual([]);
   });
 
-  it("GraphQL: a list's orders and vendors read only the columns the operation's fields read, anywhere in it", async () => {
+  it("GraphQL: a list's calls, orders and vendors read only the columns the operation's fields read, anywhere in it", async () => {
     const key = server.key('INSTITUTIONAL');
     await staleKeptAnswers(server);
     const { domain } = await record(() => gql(server.url, DASHBOARD_QUERY, { key }));
+    const [calls] = domain.filter((s) => /from .port_calls. /.test(s));
+    const columns = calls!.slice(0, calls!.indexOf(' from '));
+    expect(columns).toMatch(/e\."voyage_reference"/);
+    expect(columns).not.toMatch(/e\.\*|created_at|account_id|agent/);
     const [orders] = domain.filter((s) => /from .service_orders. /.test(s));
     expect(orders).toMatch(/e\."service_type"/);
     expect(orders).toMatch(/j\."name" as "joined__name"/);
@@ -138,7 +142,7 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
     // and the vendors of invoices read what the first list left out.
     const parts = {
       narrow: 'narrow: portCalls(first: 50) { nodes { id serviceOrders { id status vendor { id name } } } }',
-      wide: 'wide: portCalls(first: 50) { nodes { id serviceOrders { requestedFor updatedAt vendor { contactEmail services active } } } }',
+      wide: 'wide: portCalls(first: 50) { nodes { agent createdAt serviceOrders { requestedFor updatedAt vendor { contactEmail services active } } } }',
       invoices: 'invoices(first: 20) { nodes { id vendor { contactPhone createdAt } } }',
     };
     const alone: Record<string, unknown> = {};
