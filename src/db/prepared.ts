@@ -47,6 +47,15 @@ function selected(meta: EntityMetadata, props: readonly string[] | undefined, al
   return props ? props.map((p) => of + columnOf(meta, p)).join(', ') : `${of}*`;
 }
 
+/** The properties of a read in its text's key; a caller's list is usually the same array each time. */
+const propsKeys = new WeakMap<readonly string[], string>();
+function propsKey(props: readonly string[] | undefined): string {
+  if (!props) return '*';
+  let key = propsKeys.get(props);
+  if (key === undefined) propsKeys.set(props, (key = props.join(',')));
+  return key;
+}
+
 /** The `where` as (column + operator) terms with their values, and a key naming the shape. */
 function termsOf(
   meta: EntityMetadata,
@@ -567,7 +576,7 @@ function pageText(
 ): string {
   if (!Number.isSafeInteger(limit) || limit < 0)
     throw new Error(`a page limit is a whole number (got ${limit})`);
-  const key = `page|${meta.tableName}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${limit}|${props?.join(',') ?? '*'}`;
+  const key = `page|${meta.tableName}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${limit}|${propsKey(props)}`;
   let sql = texts.get(key);
   if (!sql) {
     const table = `"${meta.tableName}"`;
@@ -598,7 +607,7 @@ export async function preparedIn<T extends object>(
   const meta = em.getMetadata().get(entity.name);
   const { shape, values } = termsOf(meta, where);
   // One text per batch size: a loader's batches come in few sizes (at most its maxBatchSize).
-  const key = `in|${meta.tableName}|${prop}|${keys.length}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${props?.join(',') ?? '*'}`;
+  const key = `in|${meta.tableName}|${prop}|${keys.length}|${shape.join('&')}|${Object.entries(orderBy).join(',')}|${propsKey(props)}`;
   let sql = texts.get(key);
   if (!sql) {
     const terms = [...shape, `${columnOf(meta, prop)} in (${keys.map(() => '?').join(', ')})`];
@@ -632,7 +641,7 @@ export async function preparedInJoined<T extends object, J extends object>(
   const joinedMeta = em.getMetadata().get(joined.entity.name);
   const primaryProp = joinedMeta.primaryKeys[0] as string;
   const primary = joinedMeta.properties[primaryProp as keyof typeof joinedMeta.properties]!.fieldNames[0]!;
-  const key = `joined|${meta.tableName}|${prop}|${keys.length}|${joinedMeta.tableName}|${joined.on}|${props.own?.join(',') ?? '*'}|${props.joined?.join(',') ?? '*'}`;
+  const key = `joined|${meta.tableName}|${prop}|${keys.length}|${joinedMeta.tableName}|${joined.on}|${propsKey(props.own)}|${propsKey(props.joined)}`;
   let sql = texts.get(key);
   if (!sql) {
     const wanted = props.joined && new Set([primaryProp, ...props.joined]);

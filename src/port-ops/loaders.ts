@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { EntityClass } from '@mikro-orm/core';
-import { isObjectType, type GraphQLResolveInfo } from 'graphql';
+import { isObjectType, type GraphQLResolveInfo, type OperationDefinitionNode } from 'graphql';
 import { preparedIn, preparedInJoined } from '../db/prepared.js';
 import type { GatewayContext } from '../gateway/schema/context.js';
 import { fieldsSelectedOn } from '../gateway/schema/selection.js';
@@ -105,7 +105,8 @@ const RESOLVERS_READ: Record<string, Record<string, readonly string[]>> = {
 /**
  * The properties of `entity` that the operation's fields on `typeName` read, with `always` (what
  * the read itself needs), or undefined for every property: a field this cannot account for (a
- * resolver not in RESOLVERS_READ, a getter, a field named apart from its property).
+ * resolver not in RESOLVERS_READ, a getter, a field named apart from its property). Worked out
+ * once per operation.
  */
 export function propertiesRead(
   info: GraphQLResolveInfo,
@@ -113,7 +114,23 @@ export function propertiesRead(
   entity: EntityClass<object>,
   typeName: string,
   always: readonly string[],
-): string[] | undefined {
+): readonly string[] | undefined {
+  let reads = propertiesReadBy.get(info.operation);
+  if (!reads) propertiesReadBy.set(info.operation, (reads = new Map()));
+  const key = `${typeName}|${always.join(',')}`;
+  if (!reads.has(key)) reads.set(key, workOutPropertiesRead(info, em, entity, typeName, always));
+  return reads.get(key);
+}
+/** What `propertiesRead` worked out, per operation (a parsed document's, kept with it). */
+const propertiesReadBy = new WeakMap<OperationDefinitionNode, Map<string, readonly string[] | undefined>>();
+
+function workOutPropertiesRead(
+  info: GraphQLResolveInfo,
+  em: EntityManager,
+  entity: EntityClass<object>,
+  typeName: string,
+  always: readonly string[],
+): readonly string[] | undefined {
   const type = info.schema.getType(typeName);
   if (!isObjectType(type)) return undefined;
   const fields = type.getFields();
