@@ -35,6 +35,7 @@ import type { RunningModule } from './gateway/schema/module.js';
 import { LiquidityReadModel } from './liquidity/read-model.js';
 import { uploadSecretOf } from './port-ops/documents.js';
 import { ReferenceRows } from './port-ops/reference-rows.js';
+import { AccountCalls } from './port-ops/account-calls.js';
 import { VesselCache } from './port-ops/vessel-cache.js';
 import { registerPlayground } from './playground/http.js';
 
@@ -147,6 +148,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     readModel: new LiquidityReadModel(db, versions, fastify.log, config.readModelPollMs),
     vessels: new VesselCache(clock),
     referenceRows: new ReferenceRows(versions),
+    accountCalls: new AccountCalls(versions),
     documentUploadSecret: uploadSecretOf(config, secrets),
   };
   // PostgreSQL: listen for version notices before serving, so that warm reads start from memory.

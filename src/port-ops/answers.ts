@@ -74,14 +74,14 @@ const FIELDS: Record<string, readonly string[]> = {
 };
 
 /** The shared registers' version, then the account's. */
-const versionNames = (accountId: string) => ['port-ops', `port-ops:${accountId}`] as const;
+export const portOpsVersionNames = (accountId: string) => ['port-ops', `port-ops:${accountId}`] as const;
 
 export const portOpsAnswers: AnswerSource = {
   name: 'port-ops',
   coordinates: new Set(Object.entries(FIELDS).flatMap(([type, fields]) => fields.map((f) => `${type}.${f}`))),
   // An admin reads every account's rows (common.ts `tenant`): its answers are not kept.
   scopeOf: (principal) => (isAdmin(principal) ? undefined : principal.accountId),
-  version: (services, accountId) => services.versions.read(versionNames(accountId)),
+  version: (services, accountId) => services.versions.read(portOpsVersionNames(accountId)),
   // An admin writes across accounts, but reads nothing kept: its own account stands for it.
-  written: (services, principal) => services.versions.written(versionNames(principal.accountId)),
+  written: (services, principal) => services.versions.written(portOpsVersionNames(principal.accountId)),
 };

@@ -61,7 +61,7 @@ export { loadPort, loadVessel } from './reference-rows.js';
  */
 const readAhead = (ctx: GatewayContext) =>
   ctx.loaders.once('port-ops.readAhead', () => ({
-    orders: new Map<string, ServiceOrder[]>(),
+    orders: new Map<string, readonly ServiceOrder[]>(),
     vendors: new Map<string, Vendor>(),
   }));
 
@@ -70,7 +70,10 @@ export const loadVendor = (ctx: GatewayContext, id: string): MaybePromise<Vendor
 export const loadPortCall = (ctx: GatewayContext, id: string) =>
   ctx.loaders.get('port-ops.portCall', portCallById, PREPARED).load(id);
 
-export const loadServiceOrders = (ctx: GatewayContext, portCallId: string): MaybePromise<ServiceOrder[]> =>
+export const loadServiceOrders = (
+  ctx: GatewayContext,
+  portCallId: string,
+): MaybePromise<readonly ServiceOrder[]> =>
   readAhead(ctx).orders.get(portCallId) ??
   ctx.loaders
     .get<string, ServiceOrder[]>(
@@ -200,6 +203,28 @@ export async function readServiceOrders(
     if (!ahead.orders.has(id)) ahead.orders.set(id, groups[i]!);
   });
 }
+
+/**
+ * What `readServiceOrders` reads, taken from the port-call read model instead (account-calls.ts):
+ * each call's orders and their vendors, for a page of calls the model answered.
+ */
+export function readServiceOrdersFrom(
+  ctx: GatewayContext,
+  calls: readonly { id: string }[],
+  model: { orders: ReadonlyMap<string, readonly ServiceOrder[]>; vendors: ReadonlyMap<string, Vendor> },
+): void {
+  const ahead = readAhead(ctx);
+  for (const call of calls) {
+    if (ahead.orders.has(call.id)) continue;
+    const orders = model.orders.get(call.id) ?? NO_ORDERS;
+    ahead.orders.set(call.id, orders);
+    for (const order of orders) {
+      const vendor = model.vendors.get(order.vendorId);
+      if (vendor && !ahead.vendors.has(vendor.id)) ahead.vendors.set(vendor.id, vendor);
+    }
+  }
+}
+const NO_ORDERS: readonly ServiceOrder[] = Object.freeze([]);
 
 export const loadStatusHistory = (ctx: GatewayContext, subjectType: StatusSubject, subjectId: string) =>
   ctx.loaders

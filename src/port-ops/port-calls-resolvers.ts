@@ -18,6 +18,7 @@ import { requirePrincipal, serviceDeps, type GatewayContext } from '../gateway/s
 import { RequiresScopes } from '../gateway/schema/directives.js';
 import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/schema/paging.js';
 import { andThen } from '../kernel/maybe-async.js';
+import { isAdmin } from '../kernel/principal.js';
 import { findOwnedOrNull } from './common.js';
 import {
   Port,
@@ -35,6 +36,7 @@ import {
   loadVessel,
   propertiesRead,
   readServiceOrders,
+  readServiceOrdersFrom,
 } from './loaders.js';
 import {
   createPortCall,
@@ -92,25 +94,36 @@ export class PortCallResolver {
     @Info() info: GraphQLResolveInfo,
   ) {
     const page = pageOf(args);
+    const principal = requirePrincipal(ctx);
+    // The account's calls, orders and vendors in memory when the read model holds them
+    // (account-calls.ts); otherwise the page is read by statement.
+    const model = isAdmin(principal)
+      ? undefined
+      : await ctx.services.accountCalls.model(ctx.reads, principal.accountId);
     // A LOCODE or IMO filter is looked up as an entity (the request's entity manager); the page
     // itself is a prepared read, which needs no fork of its own. Its rows have only the columns
     // the operation's fields on PortCall read (and the id, which reads the calls' orders).
     const calls = await listPortCalls(
       portLocode || vesselImo ? ctx.em : ctx.reads,
-      requirePrincipal(ctx),
+      principal,
       { status, portLocode, vesselImo, etaFrom, etaTo },
       page,
-      propertiesRead(info, ctx.reads, PortCall, 'PortCall', ['id']),
+      model ? undefined : propertiesRead(info, ctx.reads, PortCall, 'PortCall', ['id']),
+      model,
     );
-    // The calls' orders (and their vendors), when the query reads them, in one statement now.
+    // The calls' orders (and their vendors), when the query reads them: from the model, or in one
+    // statement now.
     const read = ordersReadBy(info);
-    if (read.orders && calls.items.length > 0)
-      await readServiceOrders(
-        ctx,
-        calls.items.map((c) => c.id),
-        read.vendors,
-        info,
-      );
+    if (read.orders && calls.items.length > 0) {
+      if (model) readServiceOrdersFrom(ctx, calls.items, model);
+      else
+        await readServiceOrders(
+          ctx,
+          calls.items.map((c) => c.id),
+          read.vendors,
+          info,
+        );
+    }
     return pagedConnection(calls, page);
   }
 

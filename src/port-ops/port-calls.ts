@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/schema/connection.js';
 import { badInput, conflict } from '../kernel/errors.js';
-import type { Principal } from '../kernel/principal.js';
+import { isAdmin, type Principal } from '../kernel/principal.js';
 import { checkDate, parseDate } from '../kernel/dates.js';
 import { optionalText, parseEnum, requireText } from '../kernel/text.js';
 import {
@@ -30,6 +30,7 @@ import {
   StatusSubject,
   Vessel,
 } from './entities.js';
+import { pageOfModel, type CallTerms, type CallsModel } from './account-calls.js';
 import { portByLocode, vesselByImo } from './reference-data.js';
 import { cancelOrdersOfCall } from './service-orders.js';
 
@@ -294,19 +295,28 @@ export async function listPortCalls(
   page: Page,
   /** The properties the caller reads of each call (every one when absent). */
   props?: readonly string[],
+  /** The account's calls in memory (account-calls.ts), when the read model holds them. */
+  model?: CallsModel,
 ) {
-  const where: FilterQuery<PortCall> = { ...tenant(principal) };
-  if (filter.status) where.status = parseEnum(PortCallStatus, filter.status, 'status');
-  if (filter.portLocode) where.portId = (await portByLocode(em, filter.portLocode)).id;
-  if (filter.vesselImo) where.vesselId = (await vesselByImo(em, filter.vesselImo)).id;
-  if (filter.etaFrom || filter.etaTo) {
-    where.eta = {
-      ...(filter.etaFrom ? { $gte: checkDate(filter.etaFrom, 'etaFrom') } : {}),
-      ...(filter.etaTo ? { $lt: checkDate(filter.etaTo, 'etaTo') } : {}),
-    };
-  }
+  const terms: CallTerms = {};
+  if (filter.status) terms.status = parseEnum(PortCallStatus, filter.status, 'status');
+  if (filter.portLocode) terms.portId = (await portByLocode(em, filter.portLocode)).id;
+  if (filter.vesselImo) terms.vesselId = (await vesselByImo(em, filter.vesselImo)).id;
+  if (filter.etaFrom) terms.etaFrom = checkDate(filter.etaFrom, 'etaFrom');
+  if (filter.etaTo) terms.etaTo = checkDate(filter.etaTo, 'etaTo');
   // Upcoming calls first for SCHEDULED; otherwise most recent first. The id breaks ties so pages are
   // stable, in the same direction, so one index (…, eta, id) serves both orders.
-  const direction = filter.status === PortCallStatus.SCHEDULED ? 'asc' : 'desc';
+  const direction = terms.status === PortCallStatus.SCHEDULED ? 'asc' : 'desc';
+  if (model && !isAdmin(principal)) return pageOfModel(model, terms, direction, page);
+  const where: FilterQuery<PortCall> = { ...tenant(principal) };
+  if (terms.status) where.status = terms.status;
+  if (terms.portId) where.portId = terms.portId;
+  if (terms.vesselId) where.vesselId = terms.vesselId;
+  if (terms.etaFrom || terms.etaTo) {
+    where.eta = {
+      ...(terms.etaFrom ? { $gte: terms.etaFrom } : {}),
+      ...(terms.etaTo ? { $lt: terms.etaTo } : {}),
+    };
+  }
   return findPage(em, PortCall, where, { eta: direction, id: direction }, page, props);
 }

@@ -1,0 +1,220 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import { preparedIn, preparedInJoined } from '../db/prepared.js';
+import type { ReadModelVersions } from '../db/versions.js';
+import type { Page } from '../gateway/schema/connection.js';
+import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
+import { PortCall, PortCallStatus, ServiceOrder, Vendor } from './entities.js';
+import { portOpsVersionNames } from './answers.js';
+
+/*
+ * The port-call read model: per account, every call of the account in (eta, id) order, each call's
+ * service orders (oldest first) and those orders' vendors, kept for one version of the account's
+ * data (`port-ops:<account>` and `port-ops` in `read_model_versions`, which the database's triggers
+ * move in every transaction that writes a call, an order, a status change, a vendor, a vessel or a
+ * port). A list of calls is then filtered, ordered and paged in memory, and its orders and vendors
+ * answered from the same rows: no statement, no round trip, no row made by the driver.
+ *
+ * - Built on the second read of a version, not the first: a tenant that writes between every two
+ *   reads keeps reading pages by statement (a page costs less than the whole account), one that
+ *   reads a version twice or more reads it from memory after the first.
+ * - Rows are read after the version, so they can be newer than it, never older (as with kept
+ *   answers); a model whose version moved while it was read answers that one read and is not kept.
+ * - Never inside a transaction (a mutation reads what it wrote), and never for an admin (whose
+ *   lists span accounts): those read by statement.
+ * - Bounded: at most MAX_ROWS calls and orders in all, the least recently read account dropped
+ *   first; an account found with more than MAX_ACCOUNT_ROWS reads by statement from then on (while
+ *   the process runs), so a large tenant's writes never make it read every row again.
+ */
+
+/** Calls and orders kept in all, over every account. */
+export const MAX_ROWS = 250_000;
+/** An account with more calls and orders than this reads by statement. */
+export const MAX_ACCOUNT_ROWS = 50_000;
+/** Accounts whose version was seen once without a model built (bounded like the models). */
+const MAX_SEEN = 10_000;
+
+declare module '../gateway/schema/context.js' {
+  interface AppServices {
+    /** The port-call read model (one per app). */
+    accountCalls: AccountCalls;
+  }
+}
+
+/** Lists of matching calls a model keeps, one per distinct filter; past it they start afresh. */
+const MAX_FILTERS = 64;
+
+/** One account's calls, orders and vendors for one version. */
+export class CallsModel {
+  /** The calls matching each filter read so far (`filterKey`), in the same order as `calls`. */
+  private readonly matching = new Map<string, readonly PortCall[]>();
+
+  constructor(
+    readonly version: string,
+    /** Every call of the account, by eta then id, ascending. */
+    readonly calls: readonly PortCall[],
+    /** Each call's orders, oldest first (created at, then id); a call without orders has none here. */
+    readonly orders: ReadonlyMap<string, readonly ServiceOrder[]>,
+    /** The orders' vendors by id. */
+    readonly vendors: ReadonlyMap<string, Vendor>,
+  ) {
+    let rows = calls.length;
+    for (const list of orders.values()) rows += list.length;
+    this.rows = rows;
+  }
+
+  /** Calls and orders held. */
+  readonly rows: number;
+
+  /** The calls that match `terms`, ascending by (eta, id); worked out once per filter. */
+  callsMatching(terms: CallTerms): readonly PortCall[] {
+    const { status, portId, vesselId } = terms;
+    const from = terms.etaFrom?.getTime();
+    const to = terms.etaTo?.getTime();
+    if (!status && !portId && !vesselId && from === undefined && to === undefined) return this.calls;
+    const key = `${status ?? ''}|${portId ?? ''}|${vesselId ?? ''}|${from ?? ''}|${to ?? ''}`;
+    let found = this.matching.get(key);
+    if (!found) {
+      found = this.calls.filter(
+        (c) =>
+          (!status || c.status === status) &&
+          (!portId || c.portId === portId) &&
+          (!vesselId || c.vesselId === vesselId) &&
+          (from === undefined || c.eta.getTime() >= from) &&
+          (to === undefined || c.eta.getTime() < to),
+      );
+      if (this.matching.size >= MAX_FILTERS) this.matching.clear();
+      this.matching.set(key, found);
+    }
+    return found;
+  }
+}
+
+/** The terms of a list of calls, checked and looked up (port and vessel by id). */
+export interface CallTerms {
+  status?: PortCallStatus;
+  portId?: string;
+  vesselId?: string;
+  etaFrom?: Date;
+  etaTo?: Date;
+}
+
+export class AccountCalls {
+  /** By account, least recently read first. */
+  private readonly models = new Map<string, CallsModel>();
+  private readonly seen = new Map<string, string>();
+  private readonly building = new Map<string, Promise<CallsModel | undefined>>();
+  /** Accounts found past MAX_ACCOUNT_ROWS: they read by statement while the process runs. */
+  private readonly large = new Set<string>();
+  private rows = 0;
+
+  constructor(
+    private readonly versions: ReadModelVersions,
+    private readonly limits: { maxRows: number; maxAccountRows: number } = {
+      maxRows: MAX_ROWS,
+      maxAccountRows: MAX_ACCOUNT_ROWS,
+    },
+  ) {}
+
+  /** Calls and orders kept now, over every account. */
+  get size(): number {
+    return this.rows;
+  }
+
+  /**
+   * The model of `accountId`'s data as it stands now, or undefined where the list reads by
+   * statement: the version's first read, a transaction, an account past the bound.
+   */
+  model(em: EntityManager, accountId: string): MaybePromise<CallsModel | undefined> {
+    if (em.getTransactionContext() || this.large.has(accountId)) return undefined;
+    return andThen(this.versions.read(portOpsVersionNames(accountId)), (version) => {
+      const kept = this.models.get(accountId);
+      if (kept?.version === version) {
+        this.models.delete(accountId); // most recently read last
+        this.models.set(accountId, kept);
+        return kept;
+      }
+      if (kept) this.drop(accountId, kept);
+      if (this.seen.get(accountId) !== version) {
+        this.seen.delete(accountId);
+        this.seen.set(accountId, version);
+        if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value!);
+        return undefined;
+      }
+      const key = `${accountId}@${version}`;
+      let build = this.building.get(key);
+      if (!build) {
+        build = this.build(em, accountId, version).finally(() => this.building.delete(key));
+        this.building.set(key, build);
+      }
+      return build;
+    });
+  }
+
+  private async build(
+    em: EntityManager,
+    accountId: string,
+    version: string,
+  ): Promise<CallsModel | undefined> {
+    const calls = await preparedIn(em, PortCall, 'accountId', [accountId], { eta: 'asc', id: 'asc' });
+    if (calls.length > this.limits.maxAccountRows) return this.tooLarge(accountId);
+    const read = await preparedInJoined(em, ServiceOrder, 'accountId', [accountId], {
+      entity: Vendor,
+      on: 'vendorId',
+    });
+    const orders = new Map<string, ServiceOrder[]>();
+    for (const order of read.items) {
+      const list = orders.get(order.portCallId);
+      if (list) list.push(order);
+      else orders.set(order.portCallId, [order]);
+    }
+    for (const list of orders.values()) list.sort(oldestFirst);
+    const model = new CallsModel(version, calls, orders, new Map(read.joined.map((v) => [v.id, v])));
+    if (model.rows > this.limits.maxAccountRows) return this.tooLarge(accountId);
+    // Kept only when nothing moved the version while the rows were read.
+    const now = await this.versions.read(portOpsVersionNames(accountId));
+    if (now !== version) return model;
+    const before = this.models.get(accountId);
+    if (before) this.drop(accountId, before);
+    this.seen.delete(accountId);
+    this.models.set(accountId, model);
+    this.rows += model.rows;
+    for (const [account, oldest] of this.models) {
+      if (this.rows <= this.limits.maxRows) break;
+      this.drop(account, oldest);
+    }
+    return model;
+  }
+
+  private tooLarge(accountId: string): undefined {
+    if (this.large.size < MAX_SEEN) this.large.add(accountId);
+    return undefined;
+  }
+
+  private drop(accountId: string, model: CallsModel): void {
+    if (this.models.get(accountId) !== model) return;
+    this.models.delete(accountId);
+    this.rows -= model.rows;
+  }
+}
+
+function oldestFirst(a: ServiceOrder, b: ServiceOrder): number {
+  return a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/**
+ * One page of the model's calls that match `terms`, ascending by (eta, id) or descending, with the
+ * number that match: what the statement of `listPortCalls` answers from the tables.
+ */
+export function pageOfModel(
+  model: CallsModel,
+  terms: CallTerms,
+  direction: 'asc' | 'desc',
+  page: Page,
+): { items: PortCall[]; total: number } {
+  const matching = model.callsMatching(terms);
+  const total = matching.length;
+  const items: PortCall[] = [];
+  const end = Math.min(total, page.offset + page.limit);
+  for (let i = page.offset; i < end; i++) items.push(matching[direction === 'asc' ? i : total - 1 - i]!);
+  return { items, total };
+}
