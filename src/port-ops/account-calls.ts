@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import { preparedIn, preparedInJoined } from '../db/prepared.js';
+import { preparedIn } from '../db/prepared.js';
 import type { ReadModelVersions } from '../db/versions.js';
 import type { Page } from '../gateway/schema/connection.js';
 import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
@@ -7,8 +7,8 @@ import { PortCall, PortCallStatus, ServiceOrder, Vendor } from './entities.js';
 import { portOpsVersionNames } from './answers.js';
 
 /*
- * The port-call read model: per account, every call of the account in (eta, id) order, each call's
- * service orders (oldest first) and those orders' vendors, kept for one version of the account's
+ * The port-call read model: per account, every call of the account in (eta, id) order, its vendors,
+ * and the service orders of the calls lists have shown (oldest first), kept for one version of the account's
  * data (`port-ops:<account>` and `port-ops` in `read_model_versions`, which the database's triggers
  * move in every transaction that writes a call, an order, a status change, a vendor, a vessel or a
  * port). A list of calls is then filtered, ordered and paged in memory, and its orders and vendors
@@ -30,6 +30,8 @@ import { portOpsVersionNames } from './answers.js';
 export const MAX_ROWS = 250_000;
 /** An account with more calls and orders than this reads by statement. */
 export const MAX_ACCOUNT_ROWS = 50_000;
+/** Lists of a version read by statement before its model is built. */
+export const BUILD_AFTER = 1;
 /** Accounts whose version was seen once without a model built (bounded like the models). */
 const MAX_SEEN = 10_000;
 
@@ -43,27 +45,24 @@ declare module '../gateway/schema/context.js' {
 /** Lists of matching calls a model keeps, one per distinct filter; past it they start afresh. */
 const MAX_FILTERS = 64;
 
-/** One account's calls, orders and vendors for one version. */
+/** One account's calls for one version, with the orders and vendors read so far. */
 export class CallsModel {
   /** The calls matching each filter read so far (`filterKey`), in the same order as `calls`. */
   private readonly matching = new Map<string, readonly PortCall[]>();
+  /** Each call's orders read so far, oldest first (created at, then id); none is an empty list. */
+  readonly orders = new Map<string, readonly ServiceOrder[]>();
+  /** Calls and orders held. */
+  rows: number;
 
   constructor(
     readonly version: string,
     /** Every call of the account, by eta then id, ascending. */
     readonly calls: readonly PortCall[],
-    /** Each call's orders, oldest first (created at, then id); a call without orders has none here. */
-    readonly orders: ReadonlyMap<string, readonly ServiceOrder[]>,
-    /** The orders' vendors by id. */
-    readonly vendors: ReadonlyMap<string, Vendor>,
+    /** The account's vendors by id (and any other an order names). */
+    readonly vendors: Map<string, Vendor>,
   ) {
-    let rows = calls.length;
-    for (const list of orders.values()) rows += list.length;
-    this.rows = rows;
+    this.rows = calls.length;
   }
-
-  /** Calls and orders held. */
-  readonly rows: number;
 
   /** The calls that match `terms`, ascending by (eta, id); worked out once per filter. */
   callsMatching(terms: CallTerms): readonly PortCall[] {
@@ -101,7 +100,8 @@ export interface CallTerms {
 export class AccountCalls {
   /** By account, least recently read first. */
   private readonly models = new Map<string, CallsModel>();
-  private readonly seen = new Map<string, string>();
+  /** Per account, the version last read without a model and how many lists read it by statement. */
+  private readonly seen = new Map<string, { version: string; reads: number }>();
   private readonly building = new Map<string, Promise<CallsModel | undefined>>();
   /** Accounts found past MAX_ACCOUNT_ROWS: they read by statement while the process runs. */
   private readonly large = new Set<string>();
@@ -109,9 +109,10 @@ export class AccountCalls {
 
   constructor(
     private readonly versions: ReadModelVersions,
-    private readonly limits: { maxRows: number; maxAccountRows: number } = {
+    private readonly limits: { maxRows: number; maxAccountRows: number; buildAfter: number } = {
       maxRows: MAX_ROWS,
       maxAccountRows: MAX_ACCOUNT_ROWS,
+      buildAfter: Number(process.env.X_BUILD_AFTER ?? BUILD_AFTER),
     },
   ) {}
 
@@ -134,10 +135,15 @@ export class AccountCalls {
         return kept;
       }
       if (kept) this.drop(accountId, kept);
-      if (this.seen.get(accountId) !== version) {
+      const seen = this.seen.get(accountId);
+      if (seen?.version !== version) {
         this.seen.delete(accountId);
-        this.seen.set(accountId, version);
+        this.seen.set(accountId, { version, reads: 1 });
         if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value!);
+        return undefined;
+      }
+      if (seen.reads < this.limits.buildAfter) {
+        seen.reads++;
         return undefined;
       }
       const key = `${accountId}@${version}`;
@@ -157,19 +163,8 @@ export class AccountCalls {
   ): Promise<CallsModel | undefined> {
     const calls = await preparedIn(em, PortCall, 'accountId', [accountId], { eta: 'asc', id: 'asc' });
     if (calls.length > this.limits.maxAccountRows) return this.tooLarge(accountId);
-    const read = await preparedInJoined(em, ServiceOrder, 'accountId', [accountId], {
-      entity: Vendor,
-      on: 'vendorId',
-    });
-    const orders = new Map<string, ServiceOrder[]>();
-    for (const order of read.items) {
-      const list = orders.get(order.portCallId);
-      if (list) list.push(order);
-      else orders.set(order.portCallId, [order]);
-    }
-    for (const list of orders.values()) list.sort(oldestFirst);
-    const model = new CallsModel(version, calls, orders, new Map(read.joined.map((v) => [v.id, v])));
-    if (model.rows > this.limits.maxAccountRows) return this.tooLarge(accountId);
+    const vendors = new Map((await preparedIn(em, Vendor, 'accountId', [accountId])).map((v) => [v.id, v]));
+    const model = new CallsModel(version, calls, vendors);
     // Kept only when nothing moved the version while the rows were read.
     const now = await this.versions.read(portOpsVersionNames(accountId));
     if (now !== version) return model;
@@ -178,11 +173,48 @@ export class AccountCalls {
     this.seen.delete(accountId);
     this.models.set(accountId, model);
     this.rows += model.rows;
+    this.evict();
+    return model;
+  }
+
+  /**
+   * Reads the orders of those of `calls` whose orders the model does not hold yet, in one statement,
+   * and keeps them with it: the orders of the calls pages show are read once per version, not the
+   * whole account's when the model is built. The vendors come with the model (an account's few);
+   * one of another account that an order names is read by id.
+   */
+  readOrders(em: EntityManager, model: CallsModel, calls: readonly PortCall[]): Promise<void> | undefined {
+    const ids = calls.filter((c) => !model.orders.has(c.id)).map((c) => c.id);
+    return ids.length === 0 ? undefined : this.readOrdersOf(em, model, ids);
+  }
+
+  private async readOrdersOf(em: EntityManager, model: CallsModel, ids: string[]): Promise<void> {
+    const read = await preparedIn(em, ServiceOrder, 'portCallId', ids);
+    const elsewhere = [...new Set(read.map((o) => o.vendorId).filter((id) => !model.vendors.has(id)))];
+    if (elsewhere.length)
+      for (const vendor of await preparedIn(em, Vendor, 'id', elsewhere))
+        model.vendors.set(vendor.id, vendor);
+    const byCall = new Map<string, ServiceOrder[]>(ids.map((id) => [id, []]));
+    for (const order of read) byCall.get(order.portCallId)?.push(order);
+    let added = 0;
+    for (const [id, orders] of byCall) {
+      if (model.orders.has(id)) continue; // another request read them meanwhile
+      model.orders.set(id, orders.sort(oldestFirst));
+      added += orders.length;
+    }
+    model.rows += added;
+    if (this.models.get(model.calls[0]?.accountId ?? '') === model) {
+      this.rows += added;
+      this.evict();
+    }
+  }
+
+  /** Drops the least recently read accounts until the rows kept are within the bound. */
+  private evict(): void {
     for (const [account, oldest] of this.models) {
       if (this.rows <= this.limits.maxRows) break;
       this.drop(account, oldest);
     }
-    return model;
   }
 
   private tooLarge(accountId: string): undefined {

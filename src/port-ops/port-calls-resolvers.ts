@@ -115,8 +115,11 @@ export class PortCallResolver {
     // statement now.
     const read = ordersReadBy(info);
     if (read.orders && calls.items.length > 0) {
-      if (model) readServiceOrdersFrom(ctx, calls.items, model);
-      else
+      if (model) {
+        const reading = ctx.services.accountCalls.readOrders(ctx.reads, model, calls.items);
+        if (reading) await reading;
+        readServiceOrdersFrom(ctx, calls.items, model);
+      } else
         await readServiceOrders(
           ctx,
           calls.items.map((c) => c.id),

@@ -74,7 +74,9 @@ describeEachDialect('the port-call read model', (dialect) => {
     expect(await modelStatements(get(path))).not.toEqual([]);
     const build = await modelStatements(get(path));
     expect(build.some((s) => /from "port_calls"/.test(s))).toBe(true);
-    expect(build.some((s) => /from "service_orders"/.test(s) && /join "vendors"/.test(s))).toBe(true);
+    expect(build.some((s) => /from "vendors" where "account_id"/.test(s))).toBe(true);
+    // A list that shows no orders reads none.
+    expect(build.some((s) => /from "service_orders"/.test(s))).toBe(false);
     expect(await modelStatements(get(path))).toEqual([]);
     expect(server.app.services.accountCalls.size).toBeGreaterThan(0);
   });
@@ -194,20 +196,21 @@ describeEachDialect('the port-call read model', (dialect) => {
 
   it('bounds: an account past the per-account bound reads by statement from then on; past the total, nothing is kept', async () => {
     const em = server.app.services.db.em();
-    const [{ account_id: account }] = (await em
+    const rows = (await em
       .getConnection()
       .execute(
         `select account_id from port_calls group by account_id order by count(*) desc limit 1`,
       )) as Array<{ account_id: string }>;
+    const account = rows[0]!.account_id;
     const versions = server.app.services.versions;
 
-    const small = new AccountCalls(versions, { maxRows: 1_000_000, maxAccountRows: 10 });
+    const small = new AccountCalls(versions, { maxRows: 1_000_000, maxAccountRows: 10, buildAfter: 1 });
     expect(await small.model(em, account)).toBeUndefined(); // first sight
     expect(await small.model(em, account)).toBeUndefined(); // too large: not built
     expect(await small.model(em, account)).toBeUndefined(); // and not read again
     expect(small.size).toBe(0);
 
-    const tight = new AccountCalls(versions, { maxRows: 10, maxAccountRows: 1_000_000 });
+    const tight = new AccountCalls(versions, { maxRows: 10, maxAccountRows: 1_000_000, buildAfter: 1 });
     await tight.model(em, account);
     const built = await tight.model(em, account);
     expect(built?.calls.length).toBeGreaterThan(10); // this read is answered from it …
