@@ -126,7 +126,9 @@ export async function createPortCall(
       createdAt: now,
       updatedAt: now,
     });
-    tx.persist(call);
+    // The row before its history row: the history's version trigger finds the account through it
+    // (one it cannot find moves the shared version, which would stale every account's answers).
+    await tx.persist(call).flush();
     recordChange(tx, StatusSubject.PORT_CALL, call.id, null, call.status, now, actorOf(principal), now);
     return {
       result: call,

@@ -115,7 +115,9 @@ export async function createServiceOrder(
       createdAt: now,
       updatedAt: now,
     });
-    tx.persist(order);
+    // The row before its history row: the history's version trigger finds the account through it
+    // (one it cannot find moves the shared version, which would stale every account's answers).
+    await tx.persist(order).flush();
     recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, null, order.status, now, actorOf(principal), now);
     return {
       result: order,

@@ -178,6 +178,49 @@ describeEachDialect('the port-call read model', (dialect) => {
     expect(((await arrived()).body.data as Json[]).map((c) => c.id)).toContain(call.id);
   });
 
+  it("a new service order or port call moves its account's version, never the shared one", async () => {
+    const shared = async () =>
+      Number(
+        (
+          (await server.database.db
+            .em()
+            .getConnection()
+            .execute(`select version from read_model_versions where name = 'port-ops'`)) as Json[]
+        )[0].version,
+      );
+    const calls = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body
+      .data as Json[];
+    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
+      .data as Json[];
+    const call = calls.find((c) => vendors.some((v) => v.ports.includes(c.portLocode)))!;
+    const vendor = vendors.find((v) => v.ports.includes(call.portLocode))!;
+    const before = await shared();
+    const order = await rest(server.url, '/v1/service-orders', {
+      method: 'POST',
+      key,
+      body: {
+        portCallId: call.id,
+        serviceType: 'BUNKERING',
+        vendorId: vendor.id,
+        details: { quantity: 100, unit: 'MT', fuelType: 'VLSFO' },
+      },
+    });
+    expect(order.status, order.text).toBe(201);
+    const created = await rest(server.url, '/v1/port-calls', {
+      method: 'POST',
+      key,
+      body: {
+        vesselImo: call.vesselImo,
+        portLocode: call.portLocode,
+        voyageReference: 'SHARED-1',
+        eta: new Date(Date.parse(call.eta) + 86_400_000).toISOString(),
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    // Every account's kept answers, vessels, ports and models hang on the shared version.
+    expect(await shared()).toBe(before);
+  });
+
   it('a write by another connection is served within the notice bound (at once on SQLite)', async () => {
     const list = get('/v1/port-calls?limit=20');
     await staleKeptAnswers(server);
