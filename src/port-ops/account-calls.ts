@@ -7,29 +7,31 @@ import { PortCall, PortCallStatus, ServiceOrder, Vendor } from './entities.js';
 import { portOpsVersionNames } from './answers.js';
 
 /*
- * The port-call read model: per account, every call of the account in (eta, id) order, its vendors,
- * and the service orders of the calls lists have shown (oldest first), kept for one version of the account's
- * data (`port-ops:<account>` and `port-ops` in `read_model_versions`, which the database's triggers
- * move in every transaction that writes a call, an order, a status change, a vendor, a vessel or a
- * port). A list of calls is then filtered, ordered and paged in memory, and its orders and vendors
- * answered from the same rows: no statement, no round trip, no row made by the driver.
+ * The port-call read model: per account, every call of the account in (eta, id) order and its
+ * vendors, kept for one version of the account's data (`port-ops:<account>` and `port-ops` in
+ * `read_model_versions`, which the database's triggers move in every transaction that writes a
+ * call, an order, a status change, a vendor, a vessel or a port), with the service orders of the
+ * calls its lists have shown (oldest first), read the first time a list shows them. A list of calls
+ * is then filtered, ordered and paged in memory, and its orders and vendors answered from the same
+ * rows: no statement, no round trip, no row made by the driver.
  *
  * - Built on the second read of a version, not the first: a tenant that writes between every two
- *   reads keeps reading pages by statement (a page costs less than the whole account), one that
- *   reads a version twice or more reads it from memory after the first.
+ *   reads keeps reading pages by statement, one that reads a version twice or more reads it from
+ *   memory after the first.
  * - Rows are read after the version, so they can be newer than it, never older (as with kept
  *   answers); a model whose version moved while it was read answers that one read and is not kept.
  * - Never inside a transaction (a mutation reads what it wrote), and never for an admin (whose
  *   lists span accounts): those read by statement.
- * - Bounded: at most MAX_ROWS calls and orders in all, the least recently read account dropped
- *   first; an account found with more than MAX_ACCOUNT_ROWS reads by statement from then on (while
- *   the process runs), so a large tenant's writes never make it read every row again.
+ * - Bounded: at most MAX_ROWS calls and orders in all (about 1.2 KiB of heap each, measured on the
+ *   demo account), the least recently read account dropped first; an account found with more than
+ *   MAX_ACCOUNT_CALLS calls reads by statement from then on (while the process runs), so a large
+ *   tenant's writes never make it read every call again.
  */
 
-/** Calls and orders kept in all, over every account. */
-export const MAX_ROWS = 250_000;
-/** An account with more calls and orders than this reads by statement. */
-export const MAX_ACCOUNT_ROWS = 50_000;
+/** Calls and orders kept in all, over every account (about 60 MiB). */
+export const MAX_ROWS = 50_000;
+/** An account with more calls than this reads by statement. */
+export const MAX_ACCOUNT_CALLS = 20_000;
 /** Lists of a version read by statement before its model is built. */
 export const BUILD_AFTER = 1;
 /** Accounts whose version was seen once without a model built (bounded like the models). */
@@ -103,16 +105,16 @@ export class AccountCalls {
   /** Per account, the version last read without a model and how many lists read it by statement. */
   private readonly seen = new Map<string, { version: string; reads: number }>();
   private readonly building = new Map<string, Promise<CallsModel | undefined>>();
-  /** Accounts found past MAX_ACCOUNT_ROWS: they read by statement while the process runs. */
+  /** Accounts found past MAX_ACCOUNT_CALLS: they read by statement while the process runs. */
   private readonly large = new Set<string>();
   private rows = 0;
 
   constructor(
     private readonly versions: ReadModelVersions,
-    private readonly limits: { maxRows: number; maxAccountRows: number; buildAfter: number } = {
+    private readonly limits: { maxRows: number; maxAccountCalls: number; buildAfter: number } = {
       maxRows: MAX_ROWS,
-      maxAccountRows: MAX_ACCOUNT_ROWS,
-      buildAfter: Number(process.env.X_BUILD_AFTER ?? BUILD_AFTER),
+      maxAccountCalls: MAX_ACCOUNT_CALLS,
+      buildAfter: BUILD_AFTER,
     },
   ) {}
 
@@ -162,7 +164,7 @@ export class AccountCalls {
     version: string,
   ): Promise<CallsModel | undefined> {
     const calls = await preparedIn(em, PortCall, 'accountId', [accountId], { eta: 'asc', id: 'asc' });
-    if (calls.length > this.limits.maxAccountRows) return this.tooLarge(accountId);
+    if (calls.length > this.limits.maxAccountCalls) return this.tooLarge(accountId);
     const vendors = new Map((await preparedIn(em, Vendor, 'accountId', [accountId])).map((v) => [v.id, v]));
     const model = new CallsModel(version, calls, vendors);
     // Kept only when nothing moved the version while the rows were read.

@@ -247,13 +247,13 @@ describeEachDialect('the port-call read model', (dialect) => {
     const account = rows[0]!.account_id;
     const versions = server.app.services.versions;
 
-    const small = new AccountCalls(versions, { maxRows: 1_000_000, maxAccountRows: 10, buildAfter: 1 });
+    const small = new AccountCalls(versions, { maxRows: 1_000_000, maxAccountCalls: 10, buildAfter: 1 });
     expect(await small.model(em, account)).toBeUndefined(); // first sight
     expect(await small.model(em, account)).toBeUndefined(); // too large: not built
     expect(await small.model(em, account)).toBeUndefined(); // and not read again
     expect(small.size).toBe(0);
 
-    const tight = new AccountCalls(versions, { maxRows: 10, maxAccountRows: 1_000_000, buildAfter: 1 });
+    const tight = new AccountCalls(versions, { maxRows: 10, maxAccountCalls: 1_000_000, buildAfter: 1 });
     await tight.model(em, account);
     const built = await tight.model(em, account);
     expect(built?.calls.length).toBeGreaterThan(10); // this read is answered from it …
