@@ -68,6 +68,28 @@ describeEachDialect('the port-call read model', (dialect) => {
 
   const get = (path: string) => () => rest(server.url, path, { key });
 
+  /** A new bunkering order on a scheduled call, by a vendor serving the call's port. */
+  async function orderBunkers(): Promise<{ call: Json; vendor: Json; orderId: string }> {
+    const calls = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body
+      .data as Json[];
+    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
+      .data as Json[];
+    const call = calls.find((c) => vendors.some((v) => v.ports.includes(c.portLocode)))!;
+    const vendor = vendors.find((v) => v.ports.includes(call.portLocode))!;
+    const created = await rest(server.url, '/v1/service-orders', {
+      method: 'POST',
+      key,
+      body: {
+        portCallId: call.id,
+        serviceType: 'BUNKERING',
+        vendorId: vendor.id,
+        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    return { call, vendor, orderId: created.body.id as string };
+  }
+
   it('the first read of a version reads by statement, the second builds the model, the third reads none', async () => {
     await staleKeptAnswers(server);
     const path = '/v1/port-calls?status=SCHEDULED&limit=10';
@@ -142,29 +164,14 @@ describeEachDialect('the port-call read model', (dialect) => {
     await staleKeptAnswers(server);
     await scheduled();
     await scheduled(); // the model is built
-    const calls = (await scheduled()).body.data as Json[];
-    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-      .data as Json[];
-    const call = calls.find((c) => vendors.some((v) => v.ports.includes(c.portLocode)))!;
-    const vendor = vendors.find((v) => v.ports.includes(call.portLocode))!;
-    const created = await rest(server.url, '/v1/service-orders', {
-      method: 'POST',
-      key,
-      body: {
-        portCallId: call.id,
-        serviceType: 'BUNKERING',
-        vendorId: vendor.id,
-        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
-      },
-    });
-    expect(created.status, created.text).toBe(201);
+    const { call, vendor, orderId } = await orderBunkers();
     const LIST = `query { portCalls(first: 100, status: SCHEDULED) { nodes { id serviceOrders { id vendor { id } } } } }`;
     const ordersOf = async () =>
       ((await gql(server.url, LIST, { key })).body.data!.portCalls as Json).nodes.find(
         (n: Json) => n.id === call.id,
       ).serviceOrders as Json[];
-    expect((await ordersOf()).map((o) => o.id)).toContain(created.body.id);
-    expect((await ordersOf()).find((o) => o.id === created.body.id).vendor.id).toBe(vendor.id);
+    expect((await ordersOf()).map((o) => o.id)).toContain(orderId);
+    expect((await ordersOf()).find((o) => o.id === orderId).vendor.id).toBe(vendor.id);
 
     const moved = await rest(server.url, `/v1/port-calls/${call.id}/status`, {
       method: 'POST',
@@ -188,24 +195,8 @@ describeEachDialect('the port-call read model', (dialect) => {
             .execute(`select version from read_model_versions where name = 'port-ops'`)) as Json[]
         )[0].version,
       );
-    const calls = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body
-      .data as Json[];
-    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-      .data as Json[];
-    const call = calls.find((c) => vendors.some((v) => v.ports.includes(c.portLocode)))!;
-    const vendor = vendors.find((v) => v.ports.includes(call.portLocode))!;
     const before = await shared();
-    const order = await rest(server.url, '/v1/service-orders', {
-      method: 'POST',
-      key,
-      body: {
-        portCallId: call.id,
-        serviceType: 'BUNKERING',
-        vendorId: vendor.id,
-        details: { quantity: 100, unit: 'MT', fuelType: 'VLSFO' },
-      },
-    });
-    expect(order.status, order.text).toBe(201);
+    const { call } = await orderBunkers();
     const created = await rest(server.url, '/v1/port-calls', {
       method: 'POST',
       key,
