@@ -26,7 +26,7 @@ export interface Principal {
   sandboxOf?: string;
 }
 
-export function isAdmin(principal: Principal): boolean {
+export function isAdmin(principal: Pick<Principal, 'scopes'>): boolean {
   return principal.scopes.has('admin');
 }
 

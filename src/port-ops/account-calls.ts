@@ -3,7 +3,9 @@ import { preparedIn } from '../db/prepared.js';
 import type { ReadModelVersions } from '../db/versions.js';
 import type { Page } from '../gateway/schema/connection.js';
 import { andThen, type MaybePromise } from '../kernel/maybe-async.js';
+import { isAdmin, type Principal } from '../kernel/principal.js';
 import { PortCall, PortCallStatus, ServiceOrder, Vendor } from './entities.js';
+import { ordersByCall } from './loaders.js';
 import { portOpsVersionNames } from './answers.js';
 
 /*
@@ -32,8 +34,6 @@ import { portOpsVersionNames } from './answers.js';
 export const MAX_ROWS = 50_000;
 /** An account with more calls than this reads by statement. */
 export const MAX_ACCOUNT_CALLS = 20_000;
-/** Lists of a version read by statement before its model is built. */
-export const BUILD_AFTER = 1;
 /** Accounts whose version was seen once without a model built (bounded like the models). */
 const MAX_SEEN = 10_000;
 
@@ -57,6 +57,7 @@ export class CallsModel {
   rows: number;
 
   constructor(
+    readonly accountId: string,
     readonly version: string,
     /** Every call of the account, by eta then id, ascending. */
     readonly calls: readonly PortCall[],
@@ -102,8 +103,8 @@ export interface CallTerms {
 export class AccountCalls {
   /** By account, least recently read first. */
   private readonly models = new Map<string, CallsModel>();
-  /** Per account, the version last read without a model and how many lists read it by statement. */
-  private readonly seen = new Map<string, { version: string; reads: number }>();
+  /** Per account, the version last read by statement (its first read), so the next builds the model. */
+  private readonly seen = new Map<string, string>();
   private readonly building = new Map<string, Promise<CallsModel | undefined>>();
   /** Accounts found past MAX_ACCOUNT_CALLS: they read by statement while the process runs. */
   private readonly large = new Set<string>();
@@ -111,10 +112,9 @@ export class AccountCalls {
 
   constructor(
     private readonly versions: ReadModelVersions,
-    private readonly limits: { maxRows: number; maxAccountCalls: number; buildAfter: number } = {
+    private readonly limits: { maxRows: number; maxAccountCalls: number } = {
       maxRows: MAX_ROWS,
       maxAccountCalls: MAX_ACCOUNT_CALLS,
-      buildAfter: BUILD_AFTER,
     },
   ) {}
 
@@ -124,11 +124,16 @@ export class AccountCalls {
   }
 
   /**
-   * The model of `accountId`'s data as it stands now, or undefined where the list reads by
-   * statement: the version's first read, a transaction, an account past the bound.
+   * The model of the principal's account as its data stands now, or undefined where the list reads
+   * by statement: an admin (whose lists span accounts), a transaction, the version's first read, an
+   * account past the bound.
    */
-  model(em: EntityManager, accountId: string): MaybePromise<CallsModel | undefined> {
-    if (em.getTransactionContext() || this.large.has(accountId)) return undefined;
+  model(
+    em: EntityManager,
+    principal: Pick<Principal, 'accountId' | 'scopes'>,
+  ): MaybePromise<CallsModel | undefined> {
+    const { accountId } = principal;
+    if (isAdmin(principal) || em.getTransactionContext() || this.large.has(accountId)) return undefined;
     return andThen(this.versions.read(portOpsVersionNames(accountId)), (version) => {
       const kept = this.models.get(accountId);
       if (kept?.version === version) {
@@ -137,15 +142,10 @@ export class AccountCalls {
         return kept;
       }
       if (kept) this.drop(accountId, kept);
-      const seen = this.seen.get(accountId);
-      if (seen?.version !== version) {
+      if (this.seen.get(accountId) !== version) {
         this.seen.delete(accountId);
-        this.seen.set(accountId, { version, reads: 1 });
+        this.seen.set(accountId, version);
         if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value!);
-        return undefined;
-      }
-      if (seen.reads < this.limits.buildAfter) {
-        seen.reads++;
         return undefined;
       }
       const key = `${accountId}@${version}`;
@@ -166,7 +166,7 @@ export class AccountCalls {
     const calls = await preparedIn(em, PortCall, 'accountId', [accountId], { eta: 'asc', id: 'asc' });
     if (calls.length > this.limits.maxAccountCalls) return this.tooLarge(accountId);
     const vendors = new Map((await preparedIn(em, Vendor, 'accountId', [accountId])).map((v) => [v.id, v]));
-    const model = new CallsModel(version, calls, vendors);
+    const model = new CallsModel(accountId, version, calls, vendors);
     // Kept only when nothing moved the version while the rows were read.
     const now = await this.versions.read(portOpsVersionNames(accountId));
     if (now !== version) return model;
@@ -191,21 +191,26 @@ export class AccountCalls {
   }
 
   private async readOrdersOf(em: EntityManager, model: CallsModel, ids: string[]): Promise<void> {
-    const read = await preparedIn(em, ServiceOrder, 'portCallId', ids);
-    const elsewhere = [...new Set(read.map((o) => o.vendorId).filter((id) => !model.vendors.has(id)))];
+    const groups = await ordersByCall(em, ids);
+    const elsewhere = [
+      ...new Set(
+        groups
+          .flat()
+          .map((o) => o.vendorId)
+          .filter((id) => !model.vendors.has(id)),
+      ),
+    ];
     if (elsewhere.length)
       for (const vendor of await preparedIn(em, Vendor, 'id', elsewhere))
         model.vendors.set(vendor.id, vendor);
-    const byCall = new Map<string, ServiceOrder[]>(ids.map((id) => [id, []]));
-    for (const order of read) byCall.get(order.portCallId)?.push(order);
     let added = 0;
-    for (const [id, orders] of byCall) {
-      if (model.orders.has(id)) continue; // another request read them meanwhile
-      model.orders.set(id, orders.sort(oldestFirst));
-      added += orders.length;
-    }
+    ids.forEach((id, i) => {
+      if (model.orders.has(id)) return; // another request read them meanwhile
+      model.orders.set(id, groups[i]!);
+      added += groups[i]!.length;
+    });
     model.rows += added;
-    if (this.models.get(model.calls[0]?.accountId ?? '') === model) {
+    if (this.models.get(model.accountId) === model) {
       this.rows += added;
       this.evict();
     }
@@ -229,10 +234,6 @@ export class AccountCalls {
     this.models.delete(accountId);
     this.rows -= model.rows;
   }
-}
-
-function oldestFirst(a: ServiceOrder, b: ServiceOrder): number {
-  return a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /**

@@ -76,16 +76,19 @@ export const loadServiceOrders = (
 ): MaybePromise<readonly ServiceOrder[]> =>
   readAhead(ctx).orders.get(portCallId) ??
   ctx.loaders
-    .get<string, ServiceOrder[]>(
-      'port-ops.serviceOrdersByCall',
-      async (em, ids) =>
-        chronological(
-          groupBy(await preparedIn(em, ServiceOrder, 'portCallId', ids), 'portCallId', ids),
-          (o) => o.createdAt,
-        ),
-      PREPARED,
-    )
+    .get<string, ServiceOrder[]>('port-ops.serviceOrdersByCall', (em, ids) => ordersByCall(em, ids), PREPARED)
     .load(portCallId);
+
+/** The service orders of each of `portCallIds`, oldest first, in one statement. */
+export async function ordersByCall(
+  em: EntityManager,
+  portCallIds: readonly string[],
+): Promise<ServiceOrder[][]> {
+  return chronological(
+    groupBy(await preparedIn(em, ServiceOrder, 'portCallId', portCallIds), 'portCallId', portCallIds),
+    (o) => o.createdAt,
+  );
+}
 
 /**
  * What the fields of a type that have a resolver read off their row: the resolvers of

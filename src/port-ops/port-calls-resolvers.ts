@@ -18,7 +18,6 @@ import { requirePrincipal, serviceDeps, type GatewayContext } from '../gateway/s
 import { RequiresScopes } from '../gateway/schema/directives.js';
 import { OffsetPageArgs, pageEchoResolver, pageOf, pagedConnection } from '../gateway/schema/paging.js';
 import { andThen } from '../kernel/maybe-async.js';
-import { isAdmin } from '../kernel/principal.js';
 import { findOwnedOrNull } from './common.js';
 import {
   Port,
@@ -97,9 +96,7 @@ export class PortCallResolver {
     const principal = requirePrincipal(ctx);
     // The account's calls, orders and vendors in memory when the read model holds them
     // (account-calls.ts); otherwise the page is read by statement.
-    const model = isAdmin(principal)
-      ? undefined
-      : await ctx.services.accountCalls.model(ctx.reads, principal.accountId);
+    const model = await ctx.services.accountCalls.model(ctx.reads, principal);
     // A LOCODE or IMO filter is looked up as an entity (the request's entity manager); the page
     // itself is a prepared read, which needs no fork of its own. Its rows have only the columns
     // the operation's fields on PortCall read (and the id, which reads the calls' orders).

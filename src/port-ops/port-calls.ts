@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/schema/connection.js';
 import { badInput, conflict } from '../kernel/errors.js';
-import { isAdmin, type Principal } from '../kernel/principal.js';
+import type { Principal } from '../kernel/principal.js';
 import { checkDate, parseDate } from '../kernel/dates.js';
 import { optionalText, parseEnum, requireText } from '../kernel/text.js';
 import {
@@ -297,7 +297,7 @@ export async function listPortCalls(
   page: Page,
   /** The properties the caller reads of each call (every one when absent). */
   props?: readonly string[],
-  /** The account's calls in memory (account-calls.ts), when the read model holds them. */
+  /** The principal's account's calls in memory (account-calls.ts; never an admin's), when held. */
   model?: CallsModel,
 ) {
   const terms: CallTerms = {};
@@ -309,7 +309,7 @@ export async function listPortCalls(
   // Upcoming calls first for SCHEDULED; otherwise most recent first. The id breaks ties so pages are
   // stable, in the same direction, so one index (…, eta, id) serves both orders.
   const direction = terms.status === PortCallStatus.SCHEDULED ? 'asc' : 'desc';
-  if (model && !isAdmin(principal)) return pageOfModel(model, terms, direction, page);
+  if (model) return pageOfModel(model, terms, direction, page);
   const where: FilterQuery<PortCall> = { ...tenant(principal) };
   if (terms.status) where.status = terms.status;
   if (terms.portId) where.portId = terms.portId;

@@ -228,23 +228,23 @@ describeEachDialect('the port-call read model', (dialect) => {
     else expect(await servedWithin(read, (v) => v === reference, NOTICE_BOUND_MS)).toBe(reference);
   });
 
-  it('bounds: an account past the per-account bound reads by statement from then on; past the total, nothing is kept', async () => {
+  it('bounds: an account past the per-account bound reads by statement from then on; past the total, nothing is kept; never in a transaction or for an admin', async () => {
     const em = server.app.services.db.em();
     const rows = (await em
       .getConnection()
       .execute(
         `select account_id from port_calls group by account_id order by count(*) desc limit 1`,
       )) as Array<{ account_id: string }>;
-    const account = rows[0]!.account_id;
+    const account = { accountId: rows[0]!.account_id, scopes: new Set<string>() };
     const versions = server.app.services.versions;
 
-    const small = new AccountCalls(versions, { maxRows: 1_000_000, maxAccountCalls: 10, buildAfter: 1 });
+    const small = new AccountCalls(versions, { maxRows: 1_000_000, maxAccountCalls: 10 });
     expect(await small.model(em, account)).toBeUndefined(); // first sight
     expect(await small.model(em, account)).toBeUndefined(); // too large: not built
     expect(await small.model(em, account)).toBeUndefined(); // and not read again
     expect(small.size).toBe(0);
 
-    const tight = new AccountCalls(versions, { maxRows: 10, maxAccountCalls: 1_000_000, buildAfter: 1 });
+    const tight = new AccountCalls(versions, { maxRows: 10, maxAccountCalls: 1_000_000 });
     await tight.model(em, account);
     const built = await tight.model(em, account);
     expect(built?.calls.length).toBeGreaterThan(10); // this read is answered from it …
@@ -259,5 +259,9 @@ describeEachDialect('the port-call read model', (dialect) => {
     await em.transactional(async (tx) => {
       expect(await roomy.model(tx, account)).toBeUndefined();
     });
+    // An admin's lists span accounts: never the model, even of its own account.
+    const admin = { ...account, scopes: new Set(['admin']) };
+    expect(await roomy.model(em, admin)).toBeUndefined();
+    expect(await roomy.model(em, admin)).toBeUndefined();
   });
 });
