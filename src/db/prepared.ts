@@ -620,6 +620,34 @@ export async function preparedIn<T extends object>(
   return (await read(em, entityReader(em, entity, meta), sql, [...values, ...keys])).items;
 }
 
+/**
+ * Locks the one row of `entity` that `where` matches until the transaction ends, and reads it, in
+ * one statement: `update … set <column> = <column> where … returning *`. Nothing changes, but a
+ * concurrent writer of the row now waits for this transaction (works alike on SQLite and
+ * PostgreSQL), and the row read is the row locked: no other write can come between the read and
+ * the lock. Undefined when no row matches. The row is a plain snapshot (src/db/plain.ts). Only
+ * inside a transaction: outside one the lock would end with the statement.
+ */
+export async function preparedLock<T extends object>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  where: Record<string, unknown>,
+  column: string,
+): Promise<T | undefined> {
+  if (!em.getTransactionContext()) throw new Error(`preparedLock(${entity.name}) outside a transaction`);
+  const meta = em.getMetadata().get(entity.name);
+  const { shape, values } = termsOf(meta, where);
+  if (shape.length === 0) throw new Error(`preparedLock(${entity.name}) without a condition`);
+  const key = `lock|${meta.tableName}|${column}|${shape.join('&')}`;
+  let sql = texts.get(key);
+  if (!sql) {
+    const written = columnOf(meta, column);
+    sql = `update "${meta.tableName}" set ${written} = ${written} where ${shape.join(' and ')} returning *`;
+    texts.set(key, sql);
+  }
+  return (await read(em, entityReader(em, entity, meta), sql, values)).items[0];
+}
+
 /** Prefix of the joined row's columns in `preparedInJoined`: no entity names a column so. */
 const JOINED = 'joined__';
 

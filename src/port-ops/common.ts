@@ -8,7 +8,7 @@ import {
   type QueryOrderMap,
 } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
-import { preparedPage } from '../db/prepared.js';
+import { preparedIn, preparedLock, preparedPage } from '../db/prepared.js';
 import type { Page } from '../gateway/schema/connection.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
@@ -70,19 +70,22 @@ export function tenant(principal: Principal): { accountId?: string } {
 /**
  * Loads one tenant-owned row or throws 404. Another account's id is indistinguishable from an
  * unknown one, so ids leak nothing across tenants. With `disableIdentityMap`, the row is a plain
- * snapshot outside the identity map: inside a transaction, the guarded writes below are then the
- * only writes and nothing is flushed behind their back.
+ * snapshot read by one prepared statement (src/db/plain.ts), outside the identity map: inside a
+ * transaction, the guarded writes below are then the only writes and nothing is flushed behind
+ * their back.
  */
 export async function findOwned<T extends object>(
   em: EntityManager,
-  entity: EntityName<T>,
+  entity: EntityClass<T>,
   label: string,
   principal: Principal,
   id: string,
   options: { disableIdentityMap?: boolean } = {},
 ): Promise<T> {
   if (!isUuid(id)) throw notFound(label, id);
-  const row = await em.findOne(entity, { id, ...tenant(principal) } as FilterQuery<T>, options);
+  const row = options.disableIdentityMap
+    ? (await preparedIn(em, entity, 'id', [id], {}, tenant(principal)))[0]
+    : await em.findOne(entity, { id, ...tenant(principal) } as FilterQuery<T>);
   if (!row) throw notFound(label, id);
   return row;
 }
@@ -108,18 +111,16 @@ export async function guardedUpdate<T extends object>(
 }
 
 /**
- * Locks a port call's row until commit by writing its own status back, so it cannot be moved or
- * deleted between the caller's checks and writes (works alike on SQLite and PostgreSQL). With a
- * principal, the call must be theirs (404 otherwise); without one, `id` comes from a row the
- * caller was already allowed to read.
+ * Locks a port call's row until commit and reads it, in one statement that writes its own status
+ * back (src/db/prepared.ts, `preparedLock`), so it cannot be moved or deleted between the caller's
+ * checks and writes (works alike on SQLite and PostgreSQL). With a principal, the call must be
+ * theirs (404 otherwise); without one, `id` comes from a row the caller was already allowed to read.
+ * The call is a plain snapshot, outside the identity map.
  */
 export async function lockPortCall(tx: EntityManager, id: string, principal?: Principal): Promise<PortCall> {
-  const snapshot = { disableIdentityMap: true };
-  const call = principal
-    ? await findOwned(tx, PortCall, 'PortCall', principal, id, snapshot)
-    : await tx.findOne(PortCall, { id }, snapshot);
+  if (!isUuid(id)) throw notFound('PortCall', id);
+  const call = await preparedLock(tx, PortCall, { id, ...(principal ? tenant(principal) : {}) }, 'status');
   if (!call) throw notFound('PortCall', id);
-  await guardedUpdate(tx, PortCall, 'Port call', call.id, { status: call.status }, { status: call.status });
   return call;
 }
 

@@ -28,6 +28,7 @@ import {
   Vendor,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
+import { preparedIn } from '../db/prepared.js';
 
 export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
   {
@@ -85,8 +86,11 @@ export async function createServiceOrder(
         `Port call ${id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
       principal,
     );
-    const vendor = await findOwned(tx, Vendor, 'Vendor', principal, input.vendorId);
-    const port = await tx.findOneOrFail(Port, call.portId);
+    const vendor = await findOwned(tx, Vendor, 'Vendor', principal, input.vendorId, {
+      disableIdentityMap: true,
+    });
+    const [port] = await preparedIn(tx, Port, 'id', [call.portId]);
+    if (!port) throw new Error(`port ${call.portId} of port call ${call.id} vanished`);
     if (!vendor.active)
       throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
     if (!vendor.services.includes(serviceType)) {

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { preparedIn, preparedInJoined, preparedPage } from '../../src/db/prepared.js';
+import { preparedIn, preparedInJoined, preparedLock, preparedPage } from '../../src/db/prepared.js';
 import { PortCall, ServiceOrder, Vendor } from '../../src/port-ops/entities.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -122,5 +122,50 @@ describeEachDialect('prepared reads', (dialect) => {
     );
     expect(plain(joined.items)).toEqual(orm.orders.map(({ id, vendorId }) => ({ id, vendorId })).sort(byId));
     expect(plain(joined.joined)).toEqual(orm.orderVendors.map(({ id, name }) => ({ id, name })).sort(byId));
+  });
+
+  it('lock one row and read it in one statement, only inside a transaction', async () => {
+    const orm = await expected();
+    const call = orm.calls[0]!;
+    const db = server.database.db;
+    await expect(preparedLock(db.em(), PortCall, { id: call.id }, 'status')).rejects.toThrow(
+      /outside a transaction/,
+    );
+    const order: string[] = [];
+    let concurrent: Promise<unknown> | undefined;
+    await db.em().transactional(async (tx) => {
+      statements.length = 0;
+      const locked = await preparedLock(
+        tx as EntityManager,
+        PortCall,
+        { id: call.id, accountId: call.accountId },
+        'status',
+      );
+      expect(statements.filter((s) => /port_calls/.test(s))).toHaveLength(1);
+      expect(statements.find((s) => /port_calls/.test(s))).toMatch(/update .*returning/i);
+      expect(locked).toBeInstanceOf(PortCall);
+      expect(plain([locked!])).toEqual(plain([call]));
+      expect(
+        await preparedLock(
+          tx as EntityManager,
+          PortCall,
+          { id: call.id, accountId: '00000000-0000-4000-8000-000000000000' },
+          'status',
+        ),
+      ).toBeUndefined();
+      await expect(preparedLock(tx as EntityManager, PortCall, {}, 'status')).rejects.toThrow(
+        /without a condition/,
+      );
+      // Another writer of the row waits for this transaction to end (PostgreSQL: the row's lock; on
+      // SQLite every writer waits for the one connection, so there the order holds by construction).
+      concurrent = db
+        .em()
+        .nativeUpdate(PortCall, { id: call.id }, { status: call.status })
+        .then(() => order.push('concurrent write'));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      order.push('commit');
+    });
+    await concurrent;
+    expect(order).toEqual(['commit', 'concurrent write']);
   });
 });
