@@ -19,7 +19,9 @@ import { portOpsVersionNames } from './answers.js';
  *
  * - Built on the second read of a version, not the first: a tenant that writes between every two
  *   reads keeps reading pages by statement, one that reads a version twice or more reads it from
- *   memory after the first.
+ *   memory after the first. When the version moves under a model that served more than one read,
+ *   the next model is built on the first read of the new version: such a tenant reads more than it
+ *   writes.
  * - Rows are read after the version, so they can be newer than it, never older (as with kept
  *   answers); a model whose version moved while it was read answers that one read and is not kept.
  * - Never inside a transaction (a mutation reads what it wrote), and never for an admin (whose
@@ -55,6 +57,8 @@ export class CallsModel {
   readonly orders = new Map<string, readonly ServiceOrder[]>();
   /** Calls and orders held. */
   rows: number;
+  /** Reads this model answered, the one that built it included. */
+  reads = 1;
 
   constructor(
     readonly accountId: string,
@@ -137,12 +141,15 @@ export class AccountCalls {
     return andThen(this.versions.read(portOpsVersionNames(accountId)), (version) => {
       const kept = this.models.get(accountId);
       if (kept?.version === version) {
+        kept.reads++;
         this.models.delete(accountId); // most recently read last
         this.models.set(accountId, kept);
         return kept;
       }
       if (kept) this.drop(accountId, kept);
-      if (this.seen.get(accountId) !== version) {
+      // A model that served more than one read is rebuilt on the first read of the next version:
+      // the tenant reads more than it writes, and that read would otherwise execute by statement.
+      if ((kept?.reads ?? 0) < 2 && this.seen.get(accountId) !== version) {
         this.seen.delete(accountId);
         this.seen.set(accountId, version);
         if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value!);
