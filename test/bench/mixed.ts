@@ -21,8 +21,6 @@ import type { CapturedAnswer } from './ceiling.js';
 import { CALLS_PER_TENANT, generateFixture, type Tenant } from './fixture.js';
 import type { BenchRequest, BenchScenario } from './scenario.js';
 
-export const MIXED = 'mixed: 50 tenants × 200 port calls, dashboards + liquidity lists + 5 % writes';
-
 const DASHBOARD = `query MixedDashboard($first: Int, $after: String, $status: PortCallStatus) {
   portCalls(first: $first, after: $after, status: $status) {
     totalCount
@@ -64,8 +62,23 @@ const LIQUIDITY: Array<{ rest?: string; variables?: Variables }> = [
 ];
 
 const SHARE_LIQUIDITY = 0.3;
-const SHARE_WRITES = 0.05;
+/**
+ * The writes' share, `BENCH_MIXED_WRITES` percent (default 5): 0 measures the same reads with no
+ * write moving a version, the most the mix can take of its ceiling; the dashboards take what
+ * the writes leave.
+ */
+const SHARE_WRITES = writeShare(process.env.BENCH_MIXED_WRITES);
+
+function writeShare(text: string | undefined): number {
+  if (text === undefined || text === '') return 0.05;
+  const percent = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || percent > 70)
+    throw new Error(`BENCH_MIXED_WRITES must be a percentage from 0 to 70 (got '${text}')`);
+  return percent / 100;
+}
 const SEQUENCE_LENGTH = 5000;
+
+const MIXED = `mixed: 50 tenants × 200 port calls, dashboards + liquidity lists + ${+(SHARE_WRITES * 100).toFixed(2)} % writes`;
 
 type Entry =
   | { kind: 'read'; request: BenchRequest; answer: number }
