@@ -1,6 +1,6 @@
 /**
- * CPU time per request of the reads that execute (kept answers off, `ANSWER_CACHE_MB=0`), in this
- * process through Fastify's `inject` (no sockets): what a change to the execution path gains or
+ * CPU time per request of the reads that execute (kept answers off, `ANSWER_CACHE_MB=0`) and of one
+ * write (a new service order), in this process through Fastify's `inject` (no sockets): what a change to the execution path gains or
  * costs, measured in CPU time rather than throughput, so a busy machine moves it far less than it
  * moves req/s. Not a substitute for `npm run bench` (no HTTP stack, one request at a time).
  * `node --import tsx test/bench/cpu.ts [ITERATIONS]`; `BENCH_DATABASE_URL` (postgres://…) runs it on
@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -28,6 +29,8 @@ interface Read {
   method: 'GET' | 'POST';
   url: string;
   body?: string;
+  /** The status every run answers with; 200 unless given. */
+  status?: number;
 }
 const READS: Read[] = [
   {
@@ -73,6 +76,36 @@ async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<vo
   return { url: url.toString(), drop: () => run(`drop database if exists ${name} with (force)`) };
 }
 
+/**
+ * The write measured beside the reads: a new bunkering order on a scheduled call of the account, by
+ * a vendor that serves the call's port (the mixed bench's most common write). Every run adds one.
+ */
+async function newServiceOrder(fastify: FastifyInstance, key: string): Promise<Read> {
+  const list = async (url: string) =>
+    (JSON.parse((await fastify.inject({ url, headers: { 'x-api-key': key } })).body) as { data: Json[] })
+      .data;
+  const calls = await list('/v1/port-calls?status=SCHEDULED&limit=100');
+  const vendors = await list('/v1/vendors?serviceType=BUNKERING&limit=100');
+  const serves = (v: Json, c: Json) => (v.ports as string[]).includes(c.portLocode as string);
+  const call = calls.find((c) => vendors.some((v) => serves(v, c)));
+  if (!call) throw new Error('the demo account has no scheduled call that a bunkering vendor serves');
+  const vendor = vendors.find((v) => serves(v, call))!;
+  return {
+    name: 'REST new service order (a write)',
+    method: 'POST',
+    url: '/v1/service-orders',
+    status: 201,
+    body: JSON.stringify({
+      portCallId: call.id,
+      serviceType: 'BUNKERING',
+      vendorId: vendor.id,
+      details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
+    }),
+  };
+}
+
+type Json = Record<string, unknown>;
+
 const dir = mkdtempSync(join(tmpdir(), 'tidegate-cpu-'));
 const database = POSTGRES
   ? await postgresDatabase()
@@ -96,9 +129,10 @@ try {
       versions: app.services.versions,
     });
     const key = demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.apiKey;
-    const results: Array<{ read: string; cpuUsPerRequest: number; wallUsPerRequest: number; bytes: number }> =
+    const results: Array<{ request: string; cpuUsPerRequest: number; wallUsPerRequest: number; bytes: number }> =
       [];
-    for (const r of READS.filter((x) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t)))) {
+    const measured = [...READS, await newServiceOrder(app.fastify, key)];
+    for (const r of measured.filter((x) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t)))) {
       const send = () =>
         app.fastify.inject({
           method: r.method,
@@ -107,7 +141,7 @@ try {
           payload: r.body,
         });
       const first = await send();
-      if (first.statusCode !== 200 || first.body.includes('"errors"'))
+      if (first.statusCode !== (r.status ?? 200) || first.body.includes('"errors"'))
         throw new Error(`${r.name}: ${first.statusCode} ${first.body.slice(0, 300)}`);
       for (let i = 0; i < Math.min(100, ITERATIONS); i++) await send(); // warm-up: JIT, pools
       const profiling = process.env.BENCH_CPU_PROFILE;
@@ -128,7 +162,7 @@ try {
         session.disconnect();
       }
       results.push({
-        read: r.name,
+        request: r.name,
         cpuUsPerRequest: Math.round((cpu.user + cpu.system) / ITERATIONS),
         wallUsPerRequest: Math.round(((performance.now() - t0) * 1000) / ITERATIONS),
         bytes: first.rawPayload.length,
