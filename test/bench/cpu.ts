@@ -129,8 +129,12 @@ try {
       versions: app.services.versions,
     });
     const key = demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.apiKey;
-    const results: Array<{ request: string; cpuUsPerRequest: number; wallUsPerRequest: number; bytes: number }> =
-      [];
+    const results: Array<{
+      request: string;
+      cpuUsPerRequest: number;
+      wallUsPerRequest: number;
+      bytes: number;
+    }> = [];
     const measured = [...READS, await newServiceOrder(app.fastify, key)];
     for (const r of measured.filter((x) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t)))) {
       const send = () =>
