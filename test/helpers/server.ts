@@ -243,3 +243,15 @@ export async function staleKeptAnswers(server: TestServer): Promise<void> {
     if (heard !== wanted) throw new Error(`the server did not hear that ${name} moved to ${version}`);
   }
 }
+
+/**
+ * Moves the port-operations versions so that the next list of port calls executes by statement:
+ * `read` (one list read of the account) runs at a fresh version first, so whatever model it meets or
+ * builds has answered at most that one read when the versions move again, and the read model
+ * (src/port-ops/account-calls.ts) then reads the next version's first list by statement.
+ */
+export async function staleToStatements(server: TestServer, read: () => Promise<unknown>): Promise<void> {
+  await staleKeptAnswers(server);
+  await read();
+  await staleKeptAnswers(server);
+}
