@@ -45,10 +45,12 @@ export const eventsModule: DomainModule = {
     if (resealed > 0) services.logger.info({ resealed }, 'sealed webhook secrets stored in plaintext');
     // WEBHOOK_WORKER=false: this process neither dispatches, delivers, relays nor purges.
     const outbox = services.config.webhookWorker ? new WebhookOutbox(services) : undefined;
-    // The events are committed already; deliver their webhooks now rather than at the next poll.
+    // The events are committed already: the worker dispatches them now when an endpoint may take
+    // them, and delivers a test event's delivery (written with it) now, not at the next poll.
     const stopNudging = outbox
       ? services.bus.subscribe((event) => {
-          if (webhookDomainOf(event.type) || event.type === WEBHOOK_TEST_EVENT) outbox.nudge();
+          if (event.type === WEBHOOK_TEST_EVENT) outbox.nudge();
+          else if (webhookDomainOf(event.type)) outbox.published(event);
         })
       : () => {};
     outbox?.start();

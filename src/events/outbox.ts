@@ -42,6 +42,31 @@ const LEASE_MARGIN_MS = 5_000;
 /** How often the worker enforces EVENT_RETENTION (and at start). */
 const RETENTION_SWEEP_MS = HOUR;
 
+/** What of an endpoint decides whether an event is for it (besides its creation time). */
+type Subscriber = Pick<WebhookEndpoint, 'domain' | 'eventTypes' | 'accountId'>;
+
+/**
+ * Whether `endpoint` takes events like `event`: its domain and one of its types; a port-operations
+ * event only from the endpoint's own account.
+ */
+function subscribes(endpoint: Subscriber, event: { type: string; accountId?: string | null }): boolean {
+  const domain = webhookDomainOf(event.type);
+  if (!domain || endpoint.domain !== domain || !endpoint.eventTypes.includes(event.type)) return false;
+  return domain !== WebhookDomain.PORT_OPS || endpoint.accountId === event.accountId;
+}
+
+/** Moves each time this process registers, changes or enables an endpoint (`endpointsChanged`). */
+let endpointsGeneration = 0;
+
+/**
+ * An endpoint was registered, changed or enabled in this process: every outbox here reads the
+ * endpoints afresh before it lets an event wait for the poll. Called before and after the change's
+ * transaction, so a dispatch that read the endpoints while it ran is not trusted either.
+ */
+export function endpointsChanged(): void {
+  endpointsGeneration++;
+}
+
 /** Delay before attempt `attempt + 1`, after `attempt` failures: base·3^(n-1) ± 20 %. */
 export function retryDelayMs(
   baseMs: number,
@@ -107,6 +132,11 @@ export class WebhookOutbox {
   private results: Array<{ delivery: WebhookDelivery; token: string; result: AttemptResult }> = [];
   private recording: Promise<void> | undefined;
   private readonly http = new WebhookHttp(MAX_IN_FLIGHT);
+  /**
+   * The active endpoints as the last dispatch read them, and the endpoints' generation then: while
+   * it is current, an event none of them takes waits for the next poll (`published`).
+   */
+  private subscribers: { generation: number; endpoints: Subscriber[] } | undefined;
 
   constructor(private readonly options: OutboxOptions) {}
 
@@ -125,7 +155,21 @@ export class WebhookOutbox {
     this.nudge();
   }
 
-  /** Runs the worker soon; called when this process publishes webhook-worthy events. */
+  /**
+   * A committed event reached this process's bus. Dispatched at once when an endpoint may take it
+   * (or when the endpoints are not known as they are now); otherwise it waits for the next poll,
+   * which dispatches every waiting event in one transaction, rather than costing a transaction of
+   * its own after each write. An endpoint registered in another process since the last dispatch
+   * here is found by that poll: its first events come at most WEBHOOK_POLL late, never lost.
+   */
+  published(event: DomainEvent): void {
+    const known = this.subscribers;
+    if (known?.generation === endpointsGeneration && !known.endpoints.some((e) => subscribes(e, event)))
+      return;
+    this.nudge();
+  }
+
+  /** Runs the worker soon. */
   nudge(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -213,13 +257,10 @@ export class WebhookOutbox {
       const endpoints = await this.subscribedEndpoints(tx);
       const rows: Array<RequiredEntityData<WebhookDelivery>> = [];
       for (const event of events) {
-        const domain = webhookDomainOf(event.type);
-        if (!domain) continue;
         for (const endpoint of endpoints) {
-          if (endpoint.domain !== domain || !endpoint.eventTypes.includes(event.type)) continue;
-          // Port-ops events go to their tenant only; endpoints see no events from before they existed.
-          if (domain === WebhookDomain.PORT_OPS && endpoint.accountId !== event.accountId) continue;
-          if (endpoint.createdAt.getTime() > event.occurredAt.getTime()) continue;
+          // Endpoints see no events from before they existed.
+          if (!subscribes(endpoint, event) || endpoint.createdAt.getTime() > event.occurredAt.getTime())
+            continue;
           rows.push({
             id: randomUUID(),
             endpoint: endpoint.id,
@@ -258,9 +299,17 @@ export class WebhookOutbox {
     return { count, deliveries };
   }
 
-  /** Active endpoints that may receive events: liquidity ones only while the account is Professional+. */
+  /**
+   * Active endpoints that may receive events: liquidity ones only while the account is Professional+.
+   * All the active ones are kept for `published` (a plan may change without this process knowing).
+   */
   private async subscribedEndpoints(em: EntityManager): Promise<WebhookEndpoint[]> {
+    const generation = endpointsGeneration;
     const endpoints = await em.find(WebhookEndpoint, { status: WebhookEndpointStatus.ACTIVE });
+    this.subscribers = {
+      generation,
+      endpoints: endpoints.map(({ domain, eventTypes, accountId }) => ({ domain, eventTypes, accountId })),
+    };
     const liquidityAccounts = [
       ...new Set(endpoints.filter((e) => e.domain === WebhookDomain.LIQUIDITY).map((e) => e.accountId)),
     ];

@@ -19,6 +19,7 @@ import {
 import { newSigningSecret, sealedForm } from './secrets.js';
 import { standardWebhooksSecret } from './signature.js';
 import { vetWebhookUrl } from './ssrf.js';
+import { endpointsChanged } from './outbox.js';
 import type { ServiceDeps } from '../kernel/deps.js';
 
 /** Endpoints one account may register per domain; more is almost always a bug in a client's setup script. */
@@ -107,7 +108,8 @@ export async function registerEndpoint(
   const description = optionalText(input.description, 'description', 200);
   const target = await vetWebhookUrl(url, env.config.webhookAllowPrivate);
 
-  return em.transactional(async (tx) => {
+  endpointsChanged();
+  const registered = await em.transactional(async (tx) => {
     const count = await tx.count(WebhookEndpoint, { accountId: principal.accountId, domain });
     if (count >= MAX_ENDPOINTS_PER_DOMAIN) {
       throw conflict(
@@ -131,6 +133,8 @@ export async function registerEndpoint(
     tx.persist(endpoint);
     return shownOnce(endpoint, secret.plaintext);
   });
+  endpointsChanged();
+  return registered;
 }
 
 /**
@@ -205,7 +209,7 @@ export async function updateEndpoint(
     endpoint.disabledReason = 'Paused by the account (active: false)';
     endpoint.disabledAt = env.clock.now();
   }
-  await em.flush();
+  await flushEndpoint(em);
   return endpoint;
 }
 
@@ -260,8 +264,18 @@ export async function enableEndpoint(
 ): Promise<WebhookEndpoint> {
   const endpoint = await getEndpoint(em, principal, domain, id);
   activate(endpoint);
-  await em.flush();
+  await flushEndpoint(em);
   return endpoint;
+}
+
+/** Writes a changed endpoint, telling this process's outbox before and after (`endpointsChanged`). */
+async function flushEndpoint(em: EntityManager): Promise<void> {
+  endpointsChanged();
+  try {
+    await em.flush();
+  } finally {
+    endpointsChanged();
+  }
 }
 
 export async function listDeliveries(

@@ -853,6 +853,8 @@ describe('webhook secret rotation', () => {
 describeEachDialect('the webhook worker between polls', (dialect) => {
   /** The claim's search for due deliveries (`deliverDue`), as the ORM logs it. */
   const DUE_SEARCH = /from ["`]webhook_deliveries["`] as ["`]d["`] inner join/;
+  /** The dispatch's search for undispatched events (`dispatchEvents`). */
+  const DISPATCH_SEARCH = /from ["`]events["`].* is null order by ["`]e0["`]\.["`]occurred_at["`]/;
   let server: TestServer;
   let receiver: Receiver;
   const statements: string[] = [];
@@ -871,6 +873,17 @@ describeEachDialect('the webhook worker between polls', (dialect) => {
   });
 
   const dueSearches = () => statements.filter((s) => DUE_SEARCH.test(s)).length;
+  const dispatchSearches = () => statements.filter((s) => DISPATCH_SEARCH.test(s)).length;
+  const undispatched = async (events: Array<{ id: string }>) =>
+    (
+      await server.database.db
+        .em()
+        .find(
+          EventRecord,
+          { id: { $in: events.map((e) => e.id) }, dispatchedAt: null },
+          { orderBy: { id: 'asc' } },
+        )
+    ).map((e) => e.id);
   const dispatched = (id: string) =>
     until(
       () => server.database.db.em().findOne(EventRecord, { id }),
@@ -878,7 +891,7 @@ describeEachDialect('the webhook worker between polls', (dialect) => {
       `event ${id} to be dispatched`,
     );
 
-  it('dispatches events no endpoint subscribes to without a claim for deliveries, and claims the ones it fans out at once', async () => {
+  it('leaves events no endpoint takes to the poll, and dispatches at once the ones an endpoint registered or widened here takes', async () => {
     // The start-up turn looks for due deliveries once (a process may start with some waiting).
     await until(
       async () => dueSearches(),
@@ -886,13 +899,19 @@ describeEachDialect('the webhook worker between polls', (dialect) => {
       'the start-up search for due deliveries',
     );
     const before = dueSearches();
-    for (const slug of ['quiet-1', 'quiet-2', 'quiet-3']) {
-      const [event] = await commitEvents(server, [tierChange(slug)]);
-      await dispatched(event!.id);
-    }
-    // Three wake-ups, three dispatches, no delivery created: no search for due deliveries.
+    // The first event is dispatched at once: no dispatch has read the endpoints yet.
+    const [first] = await commitEvents(server, [tierChange('quiet-1')]);
+    await dispatched(first!.id);
+    const dispatches = dispatchSearches();
+    // Now the worker knows no endpoint takes tier changes: these wait for the poll (an hour away).
+    const quiet = await commitEvents(server, [tierChange('quiet-2'), tierChange('quiet-3')]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await undispatched(quiet)).toEqual(quiet.map((e) => e.id).sort());
+    expect(dispatchSearches()).toBe(dispatches);
+    // No delivery was created: no search for due deliveries either.
     expect(dueSearches()).toBe(before);
 
+    // An endpoint registered in this process: the next event it takes is dispatched on its publish.
     const res = await rest(server.url, '/v1/webhooks', {
       method: 'POST',
       key: server.key('PROFESSIONAL'),
@@ -900,10 +919,51 @@ describeEachDialect('the webhook worker between polls', (dialect) => {
     });
     expect(res.status, res.text).toBe(201);
     const [event] = await commitEvents(server, [tierChange('heard')]);
-    // Delivered on the wake-up of its publish, an hour before the next poll.
     const [request] = await receiver.waitFor((r) => r.length >= 1);
     expect(request!.json.id).toBe(event!.id);
     expect(dueSearches()).toBeGreaterThan(before);
+    // The waiting ones went with it, to nobody: they occurred before the endpoint existed.
+    expect(await undispatched(quiet)).toEqual([]);
+
+    // Widened to score changes: the next one is dispatched on its publish too (nobody took them before).
+    const endpoint = (res.body as { endpoint: { id: string } }).endpoint;
+    const widened = await rest(server.url, `/v1/webhooks/${endpoint.id}`, {
+      method: 'PATCH',
+      key: server.key('PROFESSIONAL'),
+      body: { event_types: ['tier_change', 'score_change'] },
+    });
+    expect(widened.status, widened.text).toBe(200);
+    const [score] = await commitEvents(server, [scoreChange('heard', 4)]);
+    await receiver.waitFor((r) => r.length >= 2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(receiver.received.map((r) => r.json.id)).toEqual([event!.id, score!.id]);
+  });
+});
+
+describeEachDialect('the webhook worker, events no endpoint takes', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect, env: { WEBHOOK_POLL: '1s' } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('dispatches them at the next poll', async () => {
+    const dispatched = (id: string) =>
+      until(
+        () => server.database.db.em().findOne(EventRecord, { id }),
+        (event) => event?.dispatchedAt != null,
+        `event ${id} to be dispatched`,
+      );
+    // Dispatched at once: no dispatch has read the endpoints yet. After it, the worker knows none
+    // takes tier or score changes, so the next ones wait for the poll, and it dispatches them.
+    const [first] = await commitEvents(server, [tierChange('poll-1')]);
+    await dispatched(first!.id);
+    const [tier] = await commitEvents(server, [tierChange('poll-2')]);
+    const [score] = await commitEvents(server, [scoreChange('poll-3', 4)]);
+    await dispatched(tier!.id);
+    await dispatched(score!.id);
   });
 });
 
