@@ -60,48 +60,68 @@ let lastFingerprint:
 /** A session makes many calls in a row: remember its fingerprint instead of hashing each time. */
 const recentFingerprints = new Lru<string, string>({ maxEntries: 1_000 });
 
-const COLUMNS = [
-  'at',
-  'request_id',
-  'account_id',
-  'credential_kind',
-  'credential_id',
-  'ip',
-  'user_agent',
-  'fingerprint',
-  'operation',
-  'status',
-  'duration_ms',
-  'door',
-  'error_code',
-] as const;
+/** The columns an audit row is written with, and each one's PostgreSQL type (for `unnest`). */
+const COLUMN_TYPES = {
+  at: 'timestamptz',
+  request_id: 'text',
+  account_id: 'uuid',
+  credential_kind: 'text',
+  credential_id: 'text',
+  ip: 'text',
+  user_agent: 'text',
+  fingerprint: 'text',
+  operation: 'text',
+  status: 'int4',
+  duration_ms: 'int4',
+  door: 'text',
+  error_code: 'text',
+} as const;
+const COLUMNS = Object.keys(COLUMN_TYPES) as Array<keyof typeof COLUMN_TYPES>;
 const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
 
 type BoundValue = string | number | Date | null;
 
 /**
- * Writes the bound values of `rows` into `into`, row after row in COLUMNS order (dates as the ORM
- * stores them on this dialect), and returns it: one array per statement, no array per row.
+ * Writes the bound values of `e` into `into` from index `i` on, in COLUMNS order (dates as the ORM
+ * stores them on this dialect), and returns the index after them.
+ */
+function bindEntry(platform: Platform, e: AuditEntry, into: BoundValue[], i: number): number {
+  into[i++] = platform.processDateProperty(e.at) as BoundValue;
+  into[i++] = e.requestId;
+  into[i++] = e.accountId ?? null;
+  into[i++] = e.credentialKind ?? null;
+  into[i++] = e.credentialId ?? null;
+  into[i++] = e.ip ?? null;
+  into[i++] = e.userAgent?.slice(0, 512) ?? null;
+  into[i++] = sessionFingerprint(e.credentialId, e.ip, e.userAgent);
+  into[i++] = e.operation.slice(0, 200);
+  into[i++] = e.status;
+  into[i++] = Math.round(e.durationMs);
+  into[i++] = e.door ?? null;
+  into[i++] = e.errorCode?.slice(0, 40) ?? null;
+  return i;
+}
+
+/**
+ * Writes the bound values of `rows` into `into`, row after row, and returns it: one array per
+ * statement, no array per row.
  */
 function bindRows(platform: Platform, rows: readonly AuditEntry[], into: BoundValue[] = []): BoundValue[] {
   let i = 0;
-  for (const e of rows) {
-    into[i++] = platform.processDateProperty(e.at) as BoundValue;
-    into[i++] = e.requestId;
-    into[i++] = e.accountId ?? null;
-    into[i++] = e.credentialKind ?? null;
-    into[i++] = e.credentialId ?? null;
-    into[i++] = e.ip ?? null;
-    into[i++] = e.userAgent?.slice(0, 512) ?? null;
-    into[i++] = sessionFingerprint(e.credentialId, e.ip, e.userAgent);
-    into[i++] = e.operation.slice(0, 200);
-    into[i++] = e.status;
-    into[i++] = Math.round(e.durationMs);
-    into[i++] = e.door ?? null;
-    into[i++] = e.errorCode?.slice(0, 40) ?? null;
-  }
+  for (const e of rows) i = bindEntry(platform, e, into, i);
   into.length = i;
   return into;
+}
+
+/** The bound values of `rows` as one array per column, for the PostgreSQL statement. */
+function bindColumns(platform: Platform, rows: readonly AuditEntry[]): BoundValue[][] {
+  const columns = COLUMNS.map(() => new Array<BoundValue>(rows.length));
+  const row: BoundValue[] = [];
+  rows.forEach((e, r) => {
+    bindEntry(platform, e, row, 0);
+    for (let c = 0; c < columns.length; c++) columns[c]![r] = row[c]!;
+  });
+  return columns;
 }
 
 function insertSql(db: Database, rows: number): string {
@@ -109,6 +129,28 @@ function insertSql(db: Database, rows: number): string {
   const platform = em.getPlatform();
   const table = em.getMetadata().get(AuditRecord.name).tableName;
   return `insert into ${platform.quoteIdentifier(table)} (${COLUMNS.map((c) => platform.quoteIdentifier(c)).join(', ')}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`;
+}
+
+/**
+ * The PostgreSQL insert of any number of rows: one array per column, `unnest`ed. One text whatever
+ * the batch's size, so it runs as a named statement the server parses and plans once per
+ * connection; a multi-row VALUES list of 13 parameters a row was parsed anew for every batch and
+ * cost the server about three times the CPU per row (measured: ~18 µs against ~6 µs).
+ */
+function pgInsert(db: Database): { name: string; text: string } {
+  const em = db.em();
+  const platform = em.getPlatform();
+  const table = em.getMetadata().get(AuditRecord.name).tableName;
+  const arrays = COLUMNS.map((c, i) => `$${i + 1}::${COLUMN_TYPES[c]}[]`).join(', ');
+  return {
+    name: 'tidegate_audit_insert',
+    text: `insert into ${platform.quoteIdentifier(table)} (${COLUMNS.map((c) => platform.quoteIdentifier(c)).join(', ')}) select * from unnest(${arrays})`,
+  };
+}
+
+/** A pooled `pg` connection: a named statement runs parsed once per connection. */
+interface PgConnection {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<unknown>;
 }
 
 /** A prepared better-sqlite3 statement: bound values in, nothing out. */
@@ -127,8 +169,8 @@ const SQLITE_CHUNK = 50;
  * Writes one batch. The audit log grows by a row on every call, so this skips the ORM's query
  * builder (which inlines and quotes every value). On SQLite the INSERTs are statements prepared
  * once per connection, run in one transaction on the pool's single connection (taken from the
- * pool, so never inside another request's transaction); on PostgreSQL one multi-row INSERT with
- * bound parameters.
+ * pool, so never inside another request's transaction); on PostgreSQL one named statement
+ * inserting the batch from one array per column (`pgInsert`).
  */
 async function insertAuditRows(
   db: Database,
@@ -139,7 +181,13 @@ async function insertAuditRows(
   const knex = em.getConnection().getKnex();
   const platform = em.getPlatform();
   if (db.dialect === 'postgresql') {
-    await knex.raw(insertSql(db, batch.length), bindRows(platform, batch));
+    // knex's client types its pooled connections as `any`; on this dialect each is a pg Client.
+    const connection = (await knex.client.acquireConnection()) as PgConnection;
+    try {
+      await connection.query({ ...pgInsert(db), values: bindColumns(platform, batch) });
+    } finally {
+      await knex.client.releaseConnection(connection);
+    }
     return;
   }
   // knex's client types its pooled connections as `any`; on this dialect each is a better-sqlite3 Database.

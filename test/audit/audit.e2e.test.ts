@@ -68,6 +68,31 @@ describeEachDialect('audit log', (dialect) => {
     expect(last.durationMs).toBe(122);
   });
 
+  it('stores text as it came, whatever it holds: quotes, braces, commas, backslashes, NULL', async () => {
+    const requestId = `text-${dialect}`;
+    const odd = ['say "hi", {x}', 'back\\slash \\"', 'NULL', '', 'ünïcødé ✓'];
+    odd.forEach((userAgent, i) =>
+      server.app.services.audit.record({
+        at: new Date(Date.UTC(2026, 0, 2, 0, 0, i)),
+        requestId,
+        credentialKind: 'api_key',
+        credentialId: `k${i}`,
+        ip: '::1',
+        userAgent,
+        operation: `op ${userAgent}`,
+        status: 400 + i,
+        durationMs: 1.6,
+        door: 'rest',
+        errorCode: i === 2 ? 'NULL' : null,
+      }),
+    );
+    const rows = (await records(requestId)).sort((a, b) => a.status - b.status);
+    expect(rows.map((r) => r.userAgent)).toEqual(odd);
+    expect(rows.map((r) => r.operation)).toEqual(odd.map((u) => `op ${u}`));
+    expect(rows.map((r) => r.errorCode)).toEqual([null, null, 'NULL', null, null]);
+    expect(rows.every((r) => r.durationMs === 2 && r.ip === '::1' && r.door === 'rest')).toBe(true);
+  });
+
   it('honours TRUST_PROXY for the client IP', async () => {
     const proxied = await startTestServer({ env: { TRUST_PROXY: '127.0.0.1' }, seed: true });
     try {
