@@ -13,7 +13,10 @@ describeEachDialect('GET /v1/vessels/lookup', (dialect) => {
     for (const auth of [{ key: server.key('ANALYST') }, { bearer: server.key('ANALYST') }]) {
       const res = await rest(server.url, '/v1/vessels/lookup?imo=9074729', auth);
       expect(res.status).toBe(200);
-      expect(res.headers.get('x-request-id')).toBeTruthy();
+      // Made here when the caller sent none: time-ordered (UUID version 7), for the audit log's index.
+      expect(res.headers.get('x-request-id')).toMatch(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      );
       expect(res.body).toMatchObject({ imo: '9074729', name: 'Northern Tern', flag: 'SG', type: 'TANKER' });
     }
   });

@@ -1,11 +1,11 @@
 // The edge's Fastify hooks around every route: request id, credentials → principal on the way in;
 // metrics, the request log line and audit on the way out.
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { routeOf } from '../fastify-types.js';
 import { AppError, unauthenticated, withHeaders } from '../../../kernel/errors.js';
 import type { Clock } from '../../../kernel/clock.js';
 import { isPromise } from '../../../kernel/maybe-async.js';
+import { timeOrderedUuid } from '../../../kernel/ids.js';
 import type { Principal } from '../../../kernel/principal.js';
 import type { AuditLog } from '../../schema/context.js';
 import { extractCredential, type CredentialResolver } from '../credentials.js';
@@ -14,9 +14,12 @@ import type { Telemetry } from '../../observability/telemetry.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
-/** Honours a sane incoming X-Request-Id (so traces join up across services), else makes one. */
+/**
+ * Honours a sane incoming X-Request-Id (so traces join up across services), else makes one: a
+ * time-ordered UUID, since every request's id goes into the audit log's index.
+ */
 export function requestIdOf(header: string | string[] | undefined): string {
-  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+  return typeof header === 'string' && REQUEST_ID.test(header) ? header : timeOrderedUuid();
 }
 
 /**
