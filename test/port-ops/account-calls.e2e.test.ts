@@ -207,6 +207,20 @@ describeEachDialect('the port-call read model', (dialect) => {
     expect(((await arrived()).body.data as Json[]).map((c) => c.id)).toContain(call.id);
   });
 
+  it("a client's next read after its write takes the version from the database, not from a notice still on its way", async () => {
+    // Kept answers are off here: the mutation must still mark what its caller reads, or on
+    // PostgreSQL the model would answer from the version in memory until the write's notice lands.
+    const path = '/v1/port-calls?status=SCHEDULED&limit=10';
+    await staleKeptAnswers(server);
+    for (let i = 0; i < 3; i++) await get(path)();
+    await orderBunkers();
+    statements.length = 0;
+    recording = true;
+    await get(path)();
+    recording = false;
+    expect(statements.filter((s) => /from read_model_versions/.test(s))).not.toEqual([]);
+  });
+
   it("a new service order or port call moves its account's version, never the shared one", async () => {
     const shared = async () =>
       Number(

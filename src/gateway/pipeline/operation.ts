@@ -346,8 +346,8 @@ export class Operations {
     const { prepared, context, variables } = admitted;
     const execute = () => prepared.compiled.query(root, context, variables);
     const principal = context.principal;
-    if (prepared.operationType === 'mutation' && principal && this.answers)
-      return this.writing(principal, execute);
+    // Also with kept answers off: the port-call read model reads the same versions.
+    if (prepared.operationType === 'mutation' && principal) return this.writing(principal, execute);
     const keepable = prepared.answers;
     if (!this.answers || !keepable || root !== undefined || !principal || !keptWith(keepable, variables))
       return execute();
