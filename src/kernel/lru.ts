@@ -124,6 +124,11 @@ export class Lru<K, V> {
     return true;
   }
 
+  /** The live value, without marking it used or counting a hit or miss. */
+  peek(key: K): V | undefined {
+    return this.has(key) ? this.entries.get(key)!.value : undefined;
+  }
+
   /**
    * Stores the value as the newest, then drops the least recently used until both bounds hold.
    * `bytes` is its size (else `sizeOf`'s, else 0); `ttlMs` its own time-to-live (else the

@@ -1,5 +1,7 @@
 import type { AnswerSource } from '../gateway/pipeline/answers.js';
+import { andThen } from '../kernel/maybe-async.js';
 import { isAdmin } from '../kernel/principal.js';
+import { callsChanged, versionParts } from './changes.js';
 
 /*
  * The port-operations reads whose results the gateway may keep between requests
@@ -73,12 +75,48 @@ const FIELDS: Record<string, readonly string[]> = {
   ),
 };
 
+/**
+ * What a list of calls reads, every row of it hanging on one of the page's calls (its orders,
+ * their vendors and status history, the call's own history) or on the shared registers (vessel,
+ * port): the `portCalls` resolver notes the page's call ids, and a kept answer selecting only
+ * these is carried over moves that changed neither those calls nor any list (changes.ts). The
+ * rest of the coordinates (a lookup by id, the lists of orders, vendors, vessels, ports) read
+ * rows by other keys and are not noted.
+ */
+const RECORDED = [
+  'Query.portCalls',
+  'PortCallConnection.*',
+  'PortCallEdge.*',
+  'PageInfo.*',
+  'PortCall.*',
+  'ServiceOrder.*',
+  'Vendor.*',
+  'Vessel.*',
+  'Port.*',
+  'StatusChange.*',
+];
+
 /** The shared registers' version, then the account's. */
 export const portOpsVersionNames = (accountId: string) => ['port-ops', `port-ops:${accountId}`] as const;
 
+const COORDINATES = Object.entries(FIELDS).flatMap(([type, fields]) => fields.map((f) => `${type}.${f}`));
+
 export const portOpsAnswers: AnswerSource = {
   name: 'port-ops',
-  coordinates: new Set(Object.entries(FIELDS).flatMap(([type, fields]) => fields.map((f) => `${type}.${f}`))),
+  coordinates: new Set(COORDINATES),
+  recorded: new Set(
+    COORDINATES.filter((c) => RECORDED.includes(c) || RECORDED.includes(`${c.slice(0, c.indexOf('.'))}.*`)),
+  ),
+  unchanged: (services, accountId, calls, from, to) => {
+    const before = versionParts(from);
+    const now = versionParts(to);
+    // A move of the shared registers (a vessel, a port) is never looked through.
+    if (before.shared !== now.shared) return false;
+    return andThen(
+      callsChanged(services.db.root, accountId, before.account, now.account),
+      (changed) => changed !== undefined && ![...changed].some((id) => calls.has(id)),
+    );
+  },
   // An admin reads every account's rows (common.ts `tenant`): its answers are not kept.
   scopeOf: (principal) => (isAdmin(principal) ? undefined : principal.accountId),
   version: (services, accountId) => services.versions.read(portOpsVersionNames(accountId)),

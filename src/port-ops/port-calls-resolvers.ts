@@ -108,6 +108,8 @@ export class PortCallResolver {
       model ? undefined : propertiesRead(info, ctx.reads, PortCall, 'PortCall', ['id']),
       model,
     );
+    // What a kept answer of this list hangs on (src/port-ops/answers.ts, RECORDED).
+    if (ctx.recorded) for (const call of calls.items) ctx.recorded.add(call.id);
     // The calls' orders (and their vendors), when the query reads them: from the model, or in one
     // statement now.
     const read = ordersReadBy(info);

@@ -23,7 +23,8 @@
  * 20), BENCH_ONLY (substrings separated by `|`: only the scenarios whose name contains one of them;
  * the extra benchmarks then run only when BENCH_ONLY names `extra`), BENCH_DATABASE_URL (a
  * postgres:// URL: the servers run on PostgreSQL, on a fresh database named after the URL's with a
- * random suffix, created on that server and dropped at the end; SQLite otherwise).
+ * random suffix, created on that server and dropped at the end; SQLite otherwise), BENCH_CPU_PROFILE
+ * (a directory: each gateway writes its CPU profile there when it exits).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -136,6 +137,10 @@ function startFlags(): string[] {
   return words.slice(1).filter((w) => w.startsWith('--'));
 }
 const SERVER_FLAGS = startFlags();
+/** BENCH_CPU_PROFILE=dir: the gateways write V8 CPU profiles (`--cpu-prof`) there when they exit. */
+const PROFILE_FLAGS = process.env.BENCH_CPU_PROFILE
+  ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`]
+  : [];
 
 /** A port nobody listens on now (the OS picks it). */
 async function freePort(): Promise<number> {
@@ -202,7 +207,7 @@ async function startServer(
 ): Promise<Server> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run npm run build first`);
   const port = await freePort();
-  const child = spawn(process.execPath, [...SERVER_FLAGS, SERVER_ENTRY], {
+  const child = spawn(process.execPath, [...SERVER_FLAGS, ...PROFILE_FLAGS, SERVER_ENTRY], {
     env: {
       ...process.env,
       PORT: String(port),
@@ -322,8 +327,9 @@ interface Row extends Sample {
   shareMax?: number;
   /** The same for `compareWith`. */
   compared?: number;
-  /** Kept answers while this probe ran: hits ÷ queries whose results may be kept (and joined ÷ them). */
+  /** Kept answers while this probe ran: hits ÷ queries whose results may be kept (and carried, joined ÷ them). */
   hitRate?: number;
+  carriedRate?: number;
   joinedRate?: number;
   rounds: Sample[];
 }
@@ -579,7 +585,7 @@ async function main(): Promise<void> {
       const r = shares.get(p.name)!;
       const c = compared.get(p.name)!;
       const n = counted.get(p.name);
-      const total = n ? (n.hit ?? 0) + (n.joined ?? 0) + (n.miss ?? 0) : 0;
+      const total = n ? (n.hit ?? 0) + (n.carried ?? 0) + (n.joined ?? 0) + (n.miss ?? 0) : 0;
       return {
         name: p.name,
         kind: p.kind,
@@ -591,7 +597,13 @@ async function main(): Promise<void> {
         non2xx: rounds.reduce((k, x) => k + x.non2xx, 0),
         ...(r.length > 0 ? { share: median(r), shareMin: Math.min(...r), shareMax: Math.max(...r) } : {}),
         ...(c.length > 0 ? { compared: median(c) } : {}),
-        ...(n && total > 0 ? { hitRate: (n.hit ?? 0) / total, joinedRate: (n.joined ?? 0) / total } : {}),
+        ...(n && total > 0
+          ? {
+              hitRate: (n.hit ?? 0) / total,
+              carriedRate: (n.carried ?? 0) / total,
+              joinedRate: (n.joined ?? 0) / total,
+            }
+          : {}),
         rounds,
       };
     });
@@ -632,7 +644,7 @@ async function main(): Promise<void> {
     const share = p.kind.endsWith('ceiling') ? p.kind : shareText(r, p);
     const kept =
       r.hitRate !== undefined
-        ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
+        ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
         : '';
     console.log(`| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${share}${kept} |`);
   }

@@ -19,6 +19,7 @@ import { Migration20261128000500OpenIdConnect } from './Migration20261128000500O
 import { Migration20261128000700ConsoleRequestLog } from './Migration20261128000700ConsoleRequestLog.js';
 import { Migration20261128000800VersionNotices } from './Migration20261128000800VersionNotices.js';
 import { Migration20261128000900StatementVersionTriggers } from './Migration20261128000900StatementVersionTriggers.js';
+import { Migration20261201000100PortOpsChanges } from './Migration20261201000100PortOpsChanges.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -48,4 +49,5 @@ export const MIGRATIONS: MigrationObject[] = [
     name: 'Migration20261128000900StatementVersionTriggers',
     class: Migration20261128000900StatementVersionTriggers,
   },
+  { name: 'Migration20261201000100PortOpsChanges', class: Migration20261201000100PortOpsChanges },
 ];

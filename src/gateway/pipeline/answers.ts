@@ -36,6 +36,14 @@ import type { AppServices } from '../schema/context.js';
  * that reads the clock, an outside service or anything else of the caller (a signed URL, a
  * prediction, a report window ending "now") is left out, and any operation selecting it executes
  * every time. Mutations and subscriptions always execute.
+ *
+ * Carried over a version move: a source that can tell what a change touched (`recorded`,
+ * `unchanged`) has its resolvers note the keys of what an execution read (`context.recorded`: a
+ * list's port calls), kept with the result. When the version has moved, the source is asked
+ * whether the moves since the kept version touched any of those keys; if none did, the kept
+ * result is the answer at the new version too and serves it without executing (outcome
+ * `carried`). The rule is the source's, checked against the database's own log of what each move
+ * changed, so it holds across processes as the version does.
  */
 
 /** Data whose answers may be kept: what it covers, and how its current version is read. */
@@ -65,12 +73,31 @@ export interface AnswerSource {
    * is kept only when the argument is absent or null (a variable feeding it is checked per request).
    */
   readonly keptOnlyWithout?: ReadonlySet<string>;
+  /**
+   * Coordinates whose resolvers note in `context.recorded` the key of every row they read that
+   * the version covers, and of nothing else: an operation selecting only these has its kept
+   * answer carried over version moves that `unchanged` finds touched none of its keys.
+   */
+  readonly recorded?: ReadonlySet<string>;
+  /**
+   * Whether the data that `keys` name in `scope` is at version `to` what it was at `from` (a later
+   * version of the same data): false whenever that cannot be told for sure.
+   */
+  unchanged?(
+    services: AppServices,
+    scope: string,
+    keys: ReadonlySet<string>,
+    from: string,
+    to: string,
+  ): MaybePromise<boolean>;
 }
 
 /** A query whose results may be kept: its source, and the variables that must be unset for that. */
 export interface Keepable {
   readonly source: AnswerSource;
   readonly unlessSet: readonly string[];
+  /** Every field it selects notes what it reads (`AnswerSource.recorded`). */
+  readonly recorded: boolean;
 }
 
 /** Whether this request's variables let a keepable operation's result be kept. */
@@ -119,16 +146,22 @@ export function answerSourceOf(
       unlessSet.push(value.name.value);
       return true;
     });
-    return keepable ? { source, unlessSet } : undefined;
+    const recorded = source.recorded;
+    return keepable
+      ? { source, unlessSet, recorded: !!recorded && [...selected].every((c) => recorded.has(c)) }
+      : undefined;
   }
   return undefined;
 }
 
-export type AnswerOutcome = 'hit' | 'miss' | 'joined';
+export type AnswerOutcome = 'hit' | 'carried' | 'miss' | 'joined';
 
 interface Kept {
+  /** The version it answers for: the one it executed at, or a later one it was carried to. */
   version: string;
   result: ExecutionResult;
+  /** What its execution read (`context.recorded`), when its source can carry it over a move. */
+  keys?: ReadonlySet<string>;
 }
 
 /**
@@ -153,10 +186,11 @@ export class AnswerCache {
   }
 
   /**
-   * The result for `key` at the source's current version: kept, joined or executed now. If the
-   * version cannot be read (the database is down) the operation executes as if nothing were kept,
-   * and answers whatever that execution meets. Synchronous when the version is at hand and the
-   * result is kept.
+   * The result for `key` at the source's current version: kept, carried over, joined or executed
+   * now. `recorded` is the set the execution's resolvers note what they read into (kept with the
+   * result). If the version cannot be read (the database is down) the operation executes as if
+   * nothing were kept, and answers whatever that execution meets. Synchronous when the version is
+   * at hand and the result is kept.
    */
   answer(
     source: AnswerSource,
@@ -164,6 +198,7 @@ export class AnswerCache {
     scope: string,
     key: string,
     execute: () => MaybePromise<ExecutionResult>,
+    recorded?: Set<string>,
   ): MaybePromise<ExecutionResult> {
     let version: MaybePromise<string>;
     try {
@@ -171,26 +206,51 @@ export class AnswerCache {
     } catch {
       return execute();
     }
-    return isPromise(version)
-      ? version.then(
-          (v) => this.at(source, key, v, execute),
-          () => execute(),
-        )
-      : this.at(source, key, version, execute);
+    const at = (v: string) => this.at(source, services, scope, key, v, execute, recorded);
+    return isPromise(version) ? version.then(at, () => execute()) : at(version);
   }
 
-  /** The result for `key` at `version`: the kept one, a running execution's, or a new execution's. */
+  /** The result for `key` at `version`: the kept one (as it is or carried over), a running execution's, or a new one. */
   private at(
     source: AnswerSource,
+    services: AppServices,
+    scope: string,
     key: string,
     version: string,
     execute: () => MaybePromise<ExecutionResult>,
+    recorded: Set<string> | undefined,
   ): MaybePromise<ExecutionResult> {
     const kept = this.kept.get(key);
     if (kept && kept.version === version) {
       this.observe(source.name, 'hit');
       return kept.result;
     }
+    const run = () => this.run(source, key, version, execute, recorded);
+    if (!kept?.keys || !source.unchanged) return run();
+    let unchanged: MaybePromise<boolean>;
+    try {
+      unchanged = source.unchanged(services, scope, kept.keys, kept.version, version);
+    } catch {
+      return run();
+    }
+    const carry = (same: boolean) => {
+      if (!same) return run();
+      // Another request may have kept a newer result meanwhile: that one stays.
+      if (this.kept.peek(key) === kept) kept.version = version;
+      this.observe(source.name, 'carried');
+      return kept.result;
+    };
+    return isPromise(unchanged) ? unchanged.then(carry, run) : carry(unchanged);
+  }
+
+  /** A running execution for `key` at `version` to join, or a new one, kept when it has no error. */
+  private run(
+    source: AnswerSource,
+    key: string,
+    version: string,
+    execute: () => MaybePromise<ExecutionResult>,
+    recorded: Set<string> | undefined,
+  ): Promise<ExecutionResult> {
     const runKey = `${version}\u0000${key}`;
     const running = this.running.get(runKey);
     if (running) {
@@ -199,7 +259,7 @@ export class AnswerCache {
     }
     this.observe(source.name, 'miss');
     const execution = Promise.resolve(execute()).then((result) => {
-      if (!result.errors?.length) this.keep(key, version, result);
+      if (!result.errors?.length) this.keep(key, version, result, recorded);
       return result;
     });
     this.running.set(runKey, execution);
@@ -208,7 +268,7 @@ export class AnswerCache {
     return execution;
   }
 
-  private keep(key: string, version: string, result: ExecutionResult): void {
+  private keep(key: string, version: string, result: ExecutionResult, keys?: ReadonlySet<string>): void {
     const text = JSON.stringify(result.data);
     const bytes = text?.length ?? 0;
     // Larger than the whole bound: not kept (the cache would refuse it after the freeze below).
@@ -217,7 +277,7 @@ export class AnswerCache {
     const data = deepFreeze(result.data);
     // Its JSON is already written: the first request it serves need not write it again.
     if (data && text !== undefined) keptJson.set(data, text);
-    this.kept.set(key, { version, result: { data } }, bytes);
+    this.kept.set(key, keys ? { version, result: { data }, keys } : { version, result: { data } }, bytes);
   }
 }
 

@@ -356,7 +356,9 @@ export class Operations {
     const vars = variablesKey(variables);
     if (scope === undefined || vars === undefined) return execute();
     const key = `${prepared.id}\u0000${scope}\u0000${vars}`;
-    return this.answers.answer(source, this.services, scope, key, execute);
+    // The set the resolvers note what they read into, kept with the result (answers.ts, "Carried").
+    const recorded = keepable.recorded ? (context.recorded = new Set()) : undefined;
+    return this.answers.answer(source, this.services, scope, key, execute, recorded);
   }
 
   /**

@@ -109,6 +109,12 @@ export interface GatewayContext {
   readonly deadline: Deadline;
   /** Filled in during execution and read by the transport: audit name, extra response headers. */
   meta: OperationMeta;
+  /**
+   * Where the resolvers of an operation whose answer may be kept note what they read, when its
+   * answer source can tell whether a change touched that (AnswerSource.recorded): a list's port
+   * calls. Absent otherwise, and then nothing is noted.
+   */
+  recorded?: Set<string>;
 }
 
 export interface OperationMeta {
@@ -165,6 +171,7 @@ export class LoaderRegistry {
  */
 class RequestScope implements GatewayContext {
   readonly deadline: Deadline;
+  recorded: Set<string> | undefined = undefined;
   private forked: EntityManager | undefined;
   private registry: LoaderRegistry | undefined;
 

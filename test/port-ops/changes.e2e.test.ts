@@ -1,0 +1,317 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openAppDatabase } from '../../src/database.js';
+import { callsChanged } from '../../src/port-ops/changes.js';
+import { describeEachDialect } from '../helpers/env.js';
+import { parsePrometheus, seriesValue } from '../helpers/prometheus.js';
+import { NOTICE_BOUND_MS, servedWithin } from '../helpers/served.js';
+import {
+  gql,
+  rest,
+  staleKeptAnswers,
+  startTestServer,
+  type Json,
+  type TestServer,
+} from '../helpers/server.js';
+
+/*
+ * The log of what each move of an account's port-operations version changed (src/port-ops/changes.ts,
+ * Migration20261201000100PortOpsChanges), and kept lists of port calls carried over the moves that
+ * changed none of their calls (src/gateway/pipeline/answers.ts, "Carried"): the same bytes as an
+ * execution; anything the log cannot vouch for (a list's members, a vendor, a vessel, a version
+ * moved by hand) executes again.
+ */
+
+type Outcome = 'hit' | 'carried' | 'miss';
+
+describeEachDialect('the port-ops change log and carried answers', (dialect) => {
+  let server: TestServer;
+  let key: string;
+  let accountId: string;
+  let sql: (text: string, values?: unknown[]) => Promise<Json[]>;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect });
+    key = server.key('INSTITUTIONAL');
+    accountId = server.demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.accountId;
+    const connection = server.database.db.em().getConnection();
+    sql = async (text, values = []) => (await connection.execute(text, values)) as Json[];
+  });
+  afterAll(() => server?.close());
+  const bound = dialect === 'sqlite' ? 0 : NOTICE_BOUND_MS;
+
+  const accountVersion = async (): Promise<number> =>
+    Number(
+      (await sql('select version from read_model_versions where name = ?', [`port-ops:${accountId}`]))[0]!
+        .version,
+    );
+
+  /** The rows logged for the moves a write makes, and whether they are every move it made. */
+  async function logged(
+    write: () => Promise<unknown>,
+  ): Promise<{ calls: Array<string | null>; moves: number }> {
+    const before = await accountVersion();
+    await write();
+    const after = await accountVersion();
+    const rows = await sql(
+      'select version, call_id from port_ops_changes where account_id = ? and version > ? order by version',
+      [accountId, before],
+    );
+    expect(new Set(rows.map((r) => Number(r.version))).size, 'a row for every move').toBe(after - before);
+    return {
+      calls: [...new Set(rows.map((r) => (r.call_id as string | null) ?? null))],
+      moves: after - before,
+    };
+  }
+
+  async function outcomes(): Promise<Record<Outcome, number>> {
+    const families = parsePrometheus(await (await fetch(`${server.url}/metrics`)).text());
+    const of = (outcome: Outcome) =>
+      seriesValue(families, 'tidegate_answer_cache_total', { source: 'port-ops', outcome });
+    return { hit: of('hit'), carried: of('carried'), miss: of('miss') };
+  }
+  /** What `reads` counted, by outcome. */
+  async function counted(reads: () => Promise<unknown>): Promise<Record<Outcome, number>> {
+    const before = await outcomes();
+    await reads();
+    const after = await outcomes();
+    return {
+      hit: after.hit - before.hit,
+      carried: after.carried - before.carried,
+      miss: after.miss - before.miss,
+    };
+  }
+
+  const scheduled = async (): Promise<Json[]> =>
+    (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body.data as Json[];
+
+  /** A new bunkering order on `call` by a vendor serving its port. */
+  async function orderBunkers(call: Json): Promise<string> {
+    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
+      .data as Json[];
+    const vendor = vendors.find((v) => v.ports.includes(call.portLocode));
+    expect(vendor, `a bunkering vendor at ${call.portLocode}`).toBeDefined();
+    const created = await rest(server.url, '/v1/service-orders', {
+      method: 'POST',
+      key,
+      body: {
+        portCallId: call.id,
+        serviceType: 'BUNKERING',
+        vendorId: vendor!.id,
+        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    return created.body.id as string;
+  }
+
+  /** A scheduled call with a bunkering vendor at its port. */
+  async function orderableCall(): Promise<Json> {
+    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
+      .data as Json[];
+    const call = (await scheduled()).find((c) => vendors.some((v) => v.ports.includes(c.portLocode)));
+    expect(call).toBeDefined();
+    return call!;
+  }
+
+  it('logs each move with the call whose own data changed, or none where any list may have changed', async () => {
+    const call = await orderableCall();
+    let orderId = '';
+    // A new order: the call's lock, the order, its history row; each a move naming the call.
+    const created = await logged(async () => (orderId = await orderBunkers(call)));
+    expect(created.calls).toEqual([call.id]);
+    expect(created.moves).toBeGreaterThanOrEqual(2);
+    const confirmed = await logged(() =>
+      rest(server.url, `/v1/service-orders/${orderId}/status`, {
+        method: 'POST',
+        key,
+        body: { status: 'CONFIRMED' },
+      }),
+    );
+    expect(confirmed.calls).toEqual([call.id]);
+    // A field no list filters or sorts on is the call's own; its ETA reorders lists.
+    expect(
+      (
+        await logged(() =>
+          rest(server.url, `/v1/port-calls/${call.id}`, {
+            method: 'PATCH',
+            key,
+            body: { agent: 'Changed Agency' },
+          }),
+        )
+      ).calls,
+    ).toEqual([call.id]);
+    expect(
+      (
+        await logged(() =>
+          rest(server.url, `/v1/port-calls/${call.id}`, {
+            method: 'PATCH',
+            key,
+            body: { eta: new Date(Date.parse(call.eta) + 3_600_000).toISOString() },
+          }),
+        )
+      ).calls,
+    ).toContain(null);
+    // Any other writer: raw SQL on an order, on a vendor.
+    expect(
+      (await logged(() => sql('update service_orders set details = details where id = ?', [orderId]))).calls,
+    ).toEqual([call.id]);
+    const vendor = (await rest(server.url, '/v1/vendors?limit=1', { key })).body.data[0] as Json;
+    expect(
+      (
+        await logged(() =>
+          rest(server.url, `/v1/vendors/${vendor.id}`, {
+            method: 'PATCH',
+            key,
+            body: { contactPhone: '+31 10 000 0000' },
+          }),
+        )
+      ).calls,
+    ).toEqual([null]);
+    // A status move changes which lists the call is in.
+    const moved = await logged(() =>
+      rest(server.url, `/v1/port-calls/${call.id}/status`, {
+        method: 'POST',
+        key,
+        body: { status: 'ARRIVED' },
+      }),
+    );
+    expect(moved.calls).toContain(null);
+  });
+
+  it('tells the calls a range of moves changed only when the log holds every move of it', async () => {
+    const call = await orderableCall();
+    const from = await accountVersion();
+    await orderBunkers(call);
+    const to = await accountVersion();
+    const root = server.app.services.db.root;
+    expect([...((await callsChanged(root, accountId, from, to)) ?? [])]).toEqual([call.id]);
+    expect(await callsChanged(root, accountId, to, to)).toBeUndefined();
+    expect(await callsChanged(root, accountId, to, from)).toBeUndefined();
+    // A version moved by hand logs nothing: the range is no longer whole.
+    await sql('update read_model_versions set version = version + 1 where name = ?', [
+      `port-ops:${accountId}`,
+    ]);
+    expect(await callsChanged(root, accountId, from, to + 1)).toBeUndefined();
+  });
+
+  it('carries a kept list over a write to a call it does not show, and executes the one that shows it', async () => {
+    const calls = await scheduled();
+    const departed = '/v1/dashboard/port-calls?status=DEPARTED&limit=10';
+    const soonest = '/v1/dashboard/port-calls?status=SCHEDULED&limit=5';
+    const DASHBOARD = `query D($status: PortCallStatus) { portCalls(first: 10, status: $status) {
+      totalCount nodes { id status eta vessel { imo name } port { locode } serviceOrders { id status vendor { name } } }
+    } }`;
+    const graphqlDeparted = () => gql(server.url, DASHBOARD, { key, variables: { status: 'DEPARTED' } });
+    await staleKeptAnswers(server);
+    const before = {
+      departed: (await rest(server.url, departed, { key })).text,
+      soonest: (await rest(server.url, soonest, { key })).body as Json,
+      graphql: JSON.stringify((await graphqlDeparted()).body.data),
+    };
+    // Kept now: the same reads are hits.
+    expect(
+      (
+        await counted(async () => {
+          await rest(server.url, departed, { key });
+          await graphqlDeparted();
+        })
+      ).hit,
+    ).toBe(2);
+
+    const shown = calls.find((c) => (before.soonest.data as Json[]).some((s) => s.id === c.id))!;
+    const orderId = await orderBunkers(shown);
+    let departedAfter = '';
+    let graphqlAfter = '';
+    let soonestAfter: Json = {};
+    const outcome = await counted(async () => {
+      departedAfter = (await rest(server.url, departed, { key })).text;
+      graphqlAfter = JSON.stringify((await graphqlDeparted()).body.data);
+      soonestAfter = (await rest(server.url, soonest, { key })).body as Json;
+    });
+    expect(outcome).toEqual({ hit: 0, carried: 2, miss: 1 });
+    expect(departedAfter).toBe(before.departed);
+    expect(graphqlAfter).toBe(before.graphql);
+    const orders = (soonestAfter.data as Json[]).find((c) => c.id === shown.id)!.serviceOrders as Json[];
+    expect(orders.map((o) => o.id)).toContain(orderId);
+
+    // What an execution answers now: the same bytes the carried answers gave.
+    await staleKeptAnswers(server);
+    expect(
+      (
+        await counted(async () => {
+          expect((await rest(server.url, departed, { key })).text).toBe(departedAfter);
+          expect(JSON.stringify((await graphqlDeparted()).body.data)).toBe(graphqlAfter);
+        })
+      ).miss,
+    ).toBe(2);
+  });
+
+  it('executes again when a list may have changed: a call moved, a vendor, a vessel, a version moved by hand', async () => {
+    const list = '/v1/dashboard/port-calls?status=DEPARTED&limit=10';
+    const read = () => rest(server.url, list, { key });
+    const vendor = (await rest(server.url, '/v1/vendors?limit=1', { key })).body.data[0] as Json;
+    const call = (await scheduled())[0]!;
+    const shownVessel = ((await read()).body.data as Json[])[0]!.vesselImo as string;
+    const writes: Array<[string, () => Promise<unknown>]> = [
+      [
+        'a call moved',
+        () =>
+          rest(server.url, `/v1/port-calls/${call.id}/status`, {
+            method: 'POST',
+            key,
+            body: { status: 'CANCELLED' },
+          }),
+      ],
+      [
+        'a vendor',
+        () =>
+          rest(server.url, `/v1/vendors/${vendor.id}`, {
+            method: 'PATCH',
+            key,
+            body: { contactPhone: '+31 10 111 1111' },
+          }),
+      ],
+      ['a vessel', () => sql('update vessels set name = name where imo = ?', [shownVessel])],
+      ['a version moved by hand', () => staleKeptAnswers(server)],
+    ];
+    for (const [what, write] of writes) {
+      await read();
+      expect((await counted(read)).hit, `${what}: kept before`).toBe(1);
+      await write();
+      // Another writer's change reaches a PostgreSQL gateway by its notice.
+      const outcome = await servedWithin(
+        () => counted(read),
+        (o) => o.hit === 0,
+        bound,
+      );
+      expect(outcome, what).toEqual({ hit: 0, carried: 0, miss: 1 });
+    }
+  });
+
+  it('serves a change another connection makes to a shown call, and carries the lists that do not show it', async () => {
+    const soonest = '/v1/dashboard/port-calls?status=SCHEDULED&limit=5';
+    const departed = '/v1/dashboard/port-calls?status=DEPARTED&limit=10';
+    const shown = ((await rest(server.url, soonest, { key })).body.data as Json[])[0]!;
+    const kept = (await rest(server.url, departed, { key })).text;
+    await rest(server.url, departed, { key });
+    const reference = `OTHER-${Date.now()}`;
+    const other = await openAppDatabase(server.database.url);
+    try {
+      await other
+        .em()
+        .getConnection()
+        .execute('update port_calls set voyage_reference = ? where id = ?', [reference, shown.id]);
+    } finally {
+      await other.close();
+    }
+    const served = await servedWithin(
+      async () => ((await rest(server.url, soonest, { key })).body.data as Json[])[0]!.voyageReference,
+      (v) => v === reference,
+      bound,
+    );
+    expect(served).toBe(reference);
+    const outcome = await counted(async () =>
+      expect((await rest(server.url, departed, { key })).text).toBe(kept),
+    );
+    expect(outcome).toEqual({ hit: 0, carried: 1, miss: 0 });
+  });
+});
