@@ -280,7 +280,7 @@ export class AccessResolver {
     const { clock, credentials, events } = ctx.services;
     const { key, staged } = await ctx.em.transactional(async (tx) => {
       const key = await revokeApiKey({ em: tx, clock }, id, principal.accountId);
-      const staged = stageEvents(tx, { clock, events }, [
+      const staged = await stageEvents(tx, { clock, events }, [
         { type: CREDENTIAL_REVOKED, accountId: key.account.id, payload: { credentialId: key.id } },
       ]);
       return { key, staged };

@@ -57,7 +57,7 @@ export async function revokeSandboxKey(
     if (!key) throw notFound('Sandbox key', id);
     if (key.revokedAt) return { key, events: [] };
     key.revokedAt = deps.clock.now();
-    const events = stageEvents(tx, deps, [
+    const events = await stageEvents(tx, deps, [
       { type: CREDENTIAL_REVOKED, accountId: sandbox!.id, payload: { credentialId: key.id } },
     ]);
     return { key, events };

@@ -61,7 +61,7 @@ export async function setAccountPlan(
       durationMs: 0,
     });
     tx.persist(record);
-    const events = stageEvents(tx, deps, [
+    const events = await stageEvents(tx, deps, [
       { type: ACCOUNT_CHANGED, accountId: account.id, payload: { plan, previousPlan: change.previousPlan } },
     ]);
     return { change, events };

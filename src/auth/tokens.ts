@@ -180,7 +180,7 @@ export async function revokeTokens(
   });
   if (rows.length === 0) return NOTHING_REVOKED;
   await em.nativeUpdate(AccessTokenRecord, { jti: { $in: rows.map((r) => r.jti) } }, { revokedAt: now });
-  const events = stageEvents(
+  const events = await stageEvents(
     em,
     deps,
     rows.map((r) => ({

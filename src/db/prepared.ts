@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/knex';
-import type { EntityClass, EntityData, EntityMetadata } from '@mikro-orm/core';
+import type { EntityManager, Knex } from '@mikro-orm/knex';
+import type { EntityClass, EntityMetadata, EntityProperty, Platform } from '@mikro-orm/core';
 import { Lru } from '../kernel/lru.js';
 import type { MaybePromise } from '../kernel/maybe-async.js';
-import { jsonPropsOf, plainEntities } from './plain.js';
+import { jsonPropsOf } from './plain.js';
 
 /*
  * The hot reads (list pages with their totalCount, the DataLoader batches behind nested fields)
@@ -11,8 +11,13 @@ import { jsonPropsOf, plainEntities } from './plain.js';
  * same text on every request. A shape is the entity, the filtered columns with their operators and
  * the order; its text is cached, and only the values change. The database prepares each text once
  * per connection too (see `read`): the ORM's own `execute` inlines the values into the text, so
- * SQLite would compile a new statement for every call. Statements inside a transaction join it;
- * every statement appears in the ORM's query log.
+ * SQLite would compile a new statement for every call. Statements inside a transaction run on the
+ * transaction's connection, prepared there once like any other; every statement appears in the
+ * ORM's query log.
+ *
+ * The hot writes of a transaction (a new service order, its history row, its event: `preparedInsert`,
+ * `preparedUpdate`) take the same path: the ORM's unit of work and knex built, quoted and prepared
+ * the same few statements on every call, most of a write's CPU.
  *
  * Filters are what the port-ops services build: equality on a property, or a range
  * ({ $gte, $gt, $lt, $lte }) on one. Anything else is refused here, loudly, rather than guessed.
@@ -121,12 +126,11 @@ interface SqliteRead {
 }
 
 /**
- * How a statement's rows become what its caller reads: from arrays in column order (prepared once
- * per statement, from its column names), or from keyed objects (inside a transaction).
+ * How a statement's rows become what its caller reads: from arrays in column order, by a mapper
+ * made once per statement from its column names.
  */
 interface Reader<R> {
   arrays(columns: string[], jsonIsText: boolean): (rows: unknown[][]) => R;
-  objects(rows: Array<Record<string, unknown>>): R;
 }
 
 /** Statements prepared on each SQLite connection, by SQL text, with their row mapper. */
@@ -249,15 +253,15 @@ function rowMapper(
  * Runs a read and returns its rows as `reader` makes them: read-only entity-shaped objects
  * (src/db/plain.ts) for the reads here.
  *
- * Outside a transaction the statement runs on a connection taken from knex's pool
- * (`knex.client.acquireConnection()`, as src/audit/writer.ts does), prepared once per connection
- * and SQL text: a better-sqlite3 `Statement` in raw mode on SQLite, a named prepared statement on
- * PostgreSQL with its rows as arrays; both map them in one pass (`rowMapper`). The ORM's own path
- * would inline the values into the text and prepare it anew for every call. On SQLite, when nothing
- * holds or waits for the pool's one connection, the statement runs on it at once, as `preparedRows`
- * does. Inside a transaction it goes through the transaction's connection as before (on SQLite the
- * pool's one connection is the transaction's: acquiring it would wait forever). Either way the
- * statement appears in the ORM's query log.
+ * The statement runs on a connection taken from knex's pool (`knex.client.acquireConnection()`, as
+ * src/audit/writer.ts does), or inside a transaction on the transaction's own (knex's transaction
+ * client hands it out by the same call; on SQLite it is the pool's one connection, which the pool
+ * would never hand out while the transaction holds it), prepared once per connection and SQL text:
+ * a better-sqlite3 `Statement` in raw mode on SQLite, a named prepared statement on PostgreSQL with
+ * its rows as arrays; both map them in one pass (`rowMapper`). The ORM's own path would inline the
+ * values into the text and prepare it anew for every call. On SQLite, when nothing holds or waits
+ * for the pool's one connection, the statement runs on it at once, as `preparedRows` does. Either
+ * way the statement appears in the ORM's query log.
  */
 async function read<R extends { items: unknown[] }>(
   em: EntityManager,
@@ -276,11 +280,6 @@ async function read<R extends { items: unknown[] }>(
     }
     logRead(em, sql, values, started, result);
     return result;
-  }
-  const trx = em.getTransactionContext();
-  if (trx) {
-    const rows = await em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
-    return reader.objects(rows);
   }
   return onPooledConnection(em, sql, values, {
     arrays: true,
@@ -330,14 +329,14 @@ function entityReader<T extends object>(
       rowMapper(em, meta, entity as EntityClass<object>, columns, extra, jsonIsText) as (
         rows: unknown[][],
       ) => Read<T>,
-    objects: (rows) => objectsRead(em, entity, meta, rows, extra),
   };
 }
 
 /**
- * Runs one prepared statement on a connection from knex's pool and logs it as the ORM logs its
- * queries. PostgreSQL runs it as a named statement and hands the keyed rows to `pg`; SQLite hands
- * `sqlite` the connection, whose caller keeps its own prepared statements.
+ * Runs one prepared statement on a connection from knex's pool, or on the connection of the
+ * transaction `em` runs in, and logs it as the ORM logs its queries. PostgreSQL runs it as a named
+ * statement and hands the keyed rows to `pg`; SQLite hands `sqlite` the connection, whose caller
+ * keeps its own prepared statements.
  */
 async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
   em: EntityManager,
@@ -350,25 +349,26 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
     sqlite: (connection: object) => R;
   },
 ): Promise<R> {
-  const knex = em.getKnex();
+  const trx = em.getTransactionContext<Knex.Transaction>();
+  const client = trx ? trx.client : em.getKnex().client;
   const started = Date.now();
-  // knex's client types its pooled connections as `any`; they are the driver's connections.
-  const connection = (await knex.client.acquireConnection()) as object;
+  // knex's client types its connections as `any`; they are the driver's connections.
+  const connection = (await client.acquireConnection()) as object;
   let result: R;
   try {
-    if ((knex.client as { dialect?: string }).dialect === 'postgresql') {
+    if ((client as { dialect?: string }).dialect === 'postgresql') {
       const statement = pgStatement(sql);
       const { name, text } = statement;
       const config = { name, text, values, ...(run.arrays ? { rowMode: 'array' as const } : {}) };
       result = run.pg(await (connection as PgConnection).query(config), statement);
     } else {
-      sqliteConnections.set(knex.client as object, connection as SqliteConnection);
+      if (!trx) sqliteConnections.set(client as object, connection as SqliteConnection);
       result = run.sqlite(connection);
     }
   } catch (error) {
     throw converted(em, error);
   } finally {
-    await knex.client.releaseConnection(connection);
+    await client.releaseConnection(connection);
   }
   logRead(em, sql, values, started, result);
   return result;
@@ -462,8 +462,6 @@ export function preparedRows(
     logRead(em, sql, values, started, rows);
     return rows;
   }
-  const trx = em.getTransactionContext();
-  if (trx) return em.getConnection().execute<Array<Record<string, unknown>>>(sql, values, 'all', trx);
   return onPooledConnection(em, sql, values, {
     pg: (result) => result.rows as Array<Record<string, unknown>>,
     sqlite: (connection) => sqliteRows(connection as SqliteConnection, sql, values, options),
@@ -515,23 +513,6 @@ function sqliteRowState(connection: SqliteConnection): SqliteRowState {
     sqliteRowStates.set(connection, state);
   }
   return state;
-}
-
-/** Keyed rows (PostgreSQL, or any dialect inside a transaction) through the ORM's result mapper. */
-function objectsRead<T extends object>(
-  em: EntityManager,
-  entity: EntityClass<T>,
-  meta: EntityMetadata,
-  rows: Array<Record<string, unknown>>,
-  extra: string | undefined,
-): Read<T> {
-  const driver = em.getDriver();
-  const first = extra && rows.length > 0 ? rows[0]![extra] : undefined;
-  const mapped = rows.map((row) => {
-    if (extra) delete row[extra];
-    return driver.mapResult(row as EntityData<T>, meta as EntityMetadata<T>) as Record<string, unknown>;
-  });
-  return { items: plainEntities(em, entity, mapped), extra: first };
 }
 
 /**
@@ -648,6 +629,128 @@ export async function preparedLock<T extends object>(
   return (await read(em, entityReader(em, entity, meta), sql, values)).items[0];
 }
 
+/**
+ * A property's value as the ORM writes it: through its custom type (JSON as text, …); null for
+ * null or undefined. Dates and booleans then bind as knex binds them (`sqliteValue` on SQLite; `pg`
+ * writes a Date as its instant).
+ */
+function databaseValue(platform: Platform, prop: EntityProperty, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  return prop.customType ? prop.customType.convertToDatabaseValue(value, platform, { mode: 'query' }) : value;
+}
+
+/** The entity's properties that are one column each, by name (what inserts and updates write). */
+const columnProps = new WeakMap<EntityMetadata, Map<string, EntityProperty>>();
+function writtenProps(meta: EntityMetadata): Map<string, EntityProperty> {
+  let props = columnProps.get(meta);
+  if (!props) {
+    props = new Map(
+      meta.props
+        .filter((p) => p.persist !== false && p.fieldNames?.length === 1)
+        .map((p) => [p.name, p as EntityProperty]),
+    );
+    columnProps.set(meta, props);
+  }
+  return props;
+}
+
+/**
+ * Inserts `items` (objects of `entity`, made with `new` so the class's defaults are set) in the
+ * transaction `em` runs in: one prepared statement per entity and set of columns given, each row
+ * by its own run, values converted as the ORM converts them (`databaseValue`). A property left
+ * undefined takes the column's default. The rows are not managed by the ORM: nothing flushes them
+ * again, and the caller's objects are what the rows hold. Only inside a transaction: a change and
+ * its history and events commit together, or not at all.
+ */
+export async function preparedInsert<T extends object>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  items: readonly T[],
+): Promise<void> {
+  if (!em.getTransactionContext()) throw new Error(`preparedInsert(${entity.name}) outside a transaction`);
+  const meta = em.getMetadata().get(entity.name);
+  const platform = em.getPlatform();
+  const props = writtenProps(meta);
+  for (const item of items) {
+    const given: EntityProperty[] = [];
+    const values: unknown[] = [];
+    for (const prop of props.values()) {
+      const value = (item as Record<string, unknown>)[prop.name];
+      if (value === undefined) continue;
+      given.push(prop);
+      values.push(databaseValue(platform, prop, value));
+    }
+    const key = `insert|${meta.tableName}|${given.map((p) => p.name).join(',')}`;
+    let sql = texts.get(key);
+    if (!sql) {
+      sql = `insert into "${meta.tableName}" (${given.map((p) => `"${p.fieldNames[0]}"`).join(', ')}) values (${given.map(() => '?').join(', ')})`;
+      texts.set(key, sql);
+    }
+    await write(em, sql, values);
+  }
+}
+
+/**
+ * Sets `values` (property names) on the rows of `entity` that `where` matches, in the transaction
+ * `em` runs in, by one prepared statement per shape; returns the number of rows it matched. Values
+ * convert as in `preparedInsert`; `where` takes what the prepared reads take.
+ */
+export async function preparedUpdate<T extends object>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  where: Record<string, unknown>,
+  values: Record<string, unknown>,
+): Promise<number> {
+  if (!em.getTransactionContext()) throw new Error(`preparedUpdate(${entity.name}) outside a transaction`);
+  const meta = em.getMetadata().get(entity.name);
+  const { shape, values: bound } = termsOf(meta, where);
+  if (shape.length === 0) throw new Error(`preparedUpdate(${entity.name}) without a condition`);
+  const platform = em.getPlatform();
+  const props = writtenProps(meta);
+  const set = Object.keys(values).filter((name) => values[name] !== undefined);
+  const setProps = set.map((name) => {
+    const prop = props.get(name);
+    if (!prop) throw new Error(`${meta.className} has no column for '${name}'`);
+    return prop;
+  });
+  const key = `update|${meta.tableName}|${set.join(',')}|${shape.join('&')}`;
+  let sql = texts.get(key);
+  if (!sql) {
+    sql = `update "${meta.tableName}" set ${setProps.map((p) => `"${p.fieldNames[0]}" = ?`).join(', ')} where ${shape.join(' and ')}`;
+    texts.set(key, sql);
+  }
+  return write(em, sql, [...setProps.map((p) => databaseValue(platform, p, values[p.name])), ...bound]);
+}
+
+/** A prepared better-sqlite3 statement that changes rows. */
+interface SqliteWrite {
+  run(...params: unknown[]): { changes: number };
+}
+/** Write statements prepared on each SQLite connection, by SQL text. */
+const sqliteWrites = new WeakMap<object, Lru<string, SqliteWrite>>();
+
+/** Runs a write on the transaction's connection, prepared once per connection; the rows it changed. */
+async function write(em: EntityManager, sql: string, values: unknown[]): Promise<number> {
+  const result = await onPooledConnection(em, sql, values, {
+    pg: (result) => ({ items: [], changed: (result as { rowCount?: number | null }).rowCount ?? 0 }),
+    sqlite: (connection) => {
+      let statements = sqliteWrites.get(connection);
+      if (!statements)
+        sqliteWrites.set(
+          connection,
+          (statements = new Lru<string, SqliteWrite>({ maxEntries: MAX_STATEMENTS })),
+        );
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = (connection as { prepare(sql: string): SqliteWrite }).prepare(sql);
+        statements.set(sql, statement);
+      }
+      return { items: [], changed: statement.run(...values.map(sqliteValue)).changes };
+    },
+  });
+  return result.changed;
+}
+
 /** Prefix of the joined row's columns in `preparedInJoined`: no entity names a column so. */
 const JOINED = 'joined__';
 
@@ -696,20 +799,6 @@ export async function preparedInJoined<T extends object, J extends object>(
         items: own(rows).items as T[],
         joined: other(distinct(rows, (row) => row[idAt])).items as J[],
       });
-    },
-    objects: (rows) => {
-      const theirs = distinct(rows, (row) => row[JOINED + primary]).map((row) => {
-        const part: Record<string, unknown> = {};
-        for (const [column, value] of Object.entries(row))
-          if (column.startsWith(JOINED)) part[column.slice(JOINED.length)] = value;
-        return part;
-      });
-      for (const row of rows)
-        for (const column of Object.keys(row)) if (column.startsWith(JOINED)) delete row[column];
-      return {
-        items: objectsRead(em, entity, meta, rows, undefined).items,
-        joined: objectsRead(em, joined.entity, joinedMeta, theirs, undefined).items,
-      };
     },
   };
   return read(em, reader, sql, keys as unknown[]);

@@ -234,8 +234,7 @@ export async function ingestMetrics(
     const drafts = eventDrafts(changes);
     const alerts = await watchlistAlerts(tx, clock, changes);
     await tx.flush();
-    const events = stageEvents(tx, { clock, events: publisher }, [...drafts, ...alerts.drafts]);
-    await tx.flush();
+    const events = await stageEvents(tx, { clock, events: publisher }, [...drafts, ...alerts.drafts]);
     return {
       rows: rows.length,
       protocols: byProtocol.size,

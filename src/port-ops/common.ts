@@ -1,14 +1,8 @@
 import { isUniqueViolation } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
-import {
-  type EntityClass,
-  type EntityData,
-  type EntityName,
-  type FilterQuery,
-  type QueryOrderMap,
-} from '@mikro-orm/core';
+import { type EntityClass, type EntityName, type FilterQuery, type QueryOrderMap } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
-import { preparedIn, preparedLock, preparedPage } from '../db/prepared.js';
+import { preparedIn, preparedInsert, preparedLock, preparedPage, preparedUpdate } from '../db/prepared.js';
 import type { Page } from '../gateway/schema/connection.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
@@ -26,14 +20,14 @@ export async function commit<T>(
 ): Promise<T> {
   const { result, events } = await deps.em.transactional(async (tx) => {
     const { result, drafts } = await change(tx);
-    return { result, events: stageEvents(tx, deps, drafts) };
+    return { result, events: await stageEvents(tx, deps, drafts) };
   });
   await deps.events.publish(events);
   return result;
 }
 
-/** Adds one status-history row to the transaction. */
-export function recordChange(
+/** Writes one status-history row in the transaction (its subject's row must be written first). */
+export async function recordChange(
   tx: EntityManager,
   subjectType: StatusSubject,
   subjectId: string,
@@ -42,8 +36,17 @@ export function recordChange(
   at: Date,
   actor: string,
   recordedAt: Date,
-): void {
-  tx.persist(tx.create(StatusChange, { subjectType, subjectId, from, to, at, actor, recordedAt }));
+): Promise<void> {
+  const change = Object.assign(new StatusChange(), {
+    subjectType,
+    subjectId,
+    from,
+    to,
+    at,
+    actor,
+    recordedAt,
+  });
+  await preparedInsert(tx, StatusChange, [change]);
 }
 
 /** The 409 for a move a state machine does not allow, naming both states and the legal ones. */
@@ -99,13 +102,13 @@ export async function findOwned<T extends object>(
  */
 export async function guardedUpdate<T extends object>(
   tx: EntityManager,
-  entity: EntityName<T>,
+  entity: EntityClass<T>,
   label: string,
   id: string,
-  expected: FilterQuery<T>,
-  values: EntityData<T>,
+  expected: Partial<Record<keyof T & string, unknown>>,
+  values: Partial<Record<keyof T & string, unknown>>,
 ): Promise<void> {
-  const affected = await tx.nativeUpdate(entity, { ...(expected as object), id } as FilterQuery<T>, values);
+  const affected = await preparedUpdate(tx, entity, { ...expected, id }, values);
   if (affected !== 1)
     throw conflict(`${label} ${id} was changed concurrently; reload and retry`, { id, reason: 'CONCURRENT' });
 }

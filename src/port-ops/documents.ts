@@ -332,7 +332,7 @@ export async function createDocument(
           usedAt: now,
         });
       } else tx.persist(document);
-      const events = stageEvents(tx, deps, [
+      const events = await stageEvents(tx, deps, [
         {
           type: 'document.uploaded',
           accountId: meta.accountId,

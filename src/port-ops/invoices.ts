@@ -218,7 +218,16 @@ export async function createInvoice(deps: Deps, principal: Principal, input: Inv
         InvoiceOrderLink,
         serviceOrderIds.map((serviceOrderId) => ({ serviceOrderId, invoiceId: invoice.id })),
       );
-    recordChange(tx, StatusSubject.INVOICE, invoice.id, null, invoice.status, now, actorOf(principal), now);
+    await recordChange(
+      tx,
+      StatusSubject.INVOICE,
+      invoice.id,
+      null,
+      invoice.status,
+      now,
+      actorOf(principal),
+      now,
+    );
     return { result: invoice, drafts: [] };
   }).catch((error: unknown) => {
     throw duplicateOf(error, number);
@@ -246,7 +255,7 @@ export async function transitionInvoice(
     await guardedUpdate(tx, Invoice, 'Invoice', id, { status: from }, values);
     // A void invoice bills nothing: its orders may go on a corrected invoice.
     if (target === InvoiceStatus.VOID) await tx.nativeDelete(InvoiceOrderLink, { invoiceId: id });
-    recordChange(tx, StatusSubject.INVOICE, id, from, target, now, actorOf(principal), now);
+    await recordChange(tx, StatusSubject.INVOICE, id, from, target, now, actorOf(principal), now);
     Object.assign(invoice, values);
     const drafts =
       target === InvoiceStatus.ISSUED

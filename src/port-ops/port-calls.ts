@@ -129,7 +129,7 @@ export async function createPortCall(
     // The row before its history row: the history's version trigger finds the account through it
     // (one it cannot find moves the shared version, which would stale every account's answers).
     await tx.persist(call).flush();
-    recordChange(tx, StatusSubject.PORT_CALL, call.id, null, call.status, now, actorOf(principal), now);
+    await recordChange(tx, StatusSubject.PORT_CALL, call.id, null, call.status, now, actorOf(principal), now);
     return {
       result: call,
       drafts: [
@@ -229,7 +229,7 @@ export async function transitionPortCall(
     const values = { status: target, ...(field ? { [field]: at } : {}), updatedAt: now };
     // The call's row is locked from here on, so no order can be created or confirmed meanwhile.
     await guardedUpdate(tx, PortCall, 'Port call', id, { status: from }, values);
-    recordChange(tx, StatusSubject.PORT_CALL, id, from, target, at, actor, now);
+    await recordChange(tx, StatusSubject.PORT_CALL, id, from, target, at, actor, now);
     const orderDrafts =
       target === PortCallStatus.CANCELLED ? await cancelOrdersOfCall(tx, call, now, actor) : [];
     const [vessel, port] = await Promise.all([

@@ -28,7 +28,7 @@ import {
   Vendor,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
-import { preparedIn } from '../db/prepared.js';
+import { preparedIn, preparedInsert } from '../db/prepared.js';
 
 export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
   {
@@ -108,7 +108,7 @@ export async function createServiceOrder(
       );
     }
     const now = deps.clock.now();
-    const order = tx.create(ServiceOrder, {
+    const order = Object.assign(new ServiceOrder(), {
       accountId: call.accountId,
       portCallId: call.id,
       vendorId: vendor.id,
@@ -121,8 +121,17 @@ export async function createServiceOrder(
     });
     // The row before its history row: the history's version trigger finds the account through it
     // (one it cannot find moves the shared version, which would stale every account's answers).
-    await tx.persist(order).flush();
-    recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, null, order.status, now, actorOf(principal), now);
+    await preparedInsert(tx, ServiceOrder, [order]);
+    await recordChange(
+      tx,
+      StatusSubject.SERVICE_ORDER,
+      order.id,
+      null,
+      order.status,
+      now,
+      actorOf(principal),
+      now,
+    );
     return {
       result: order,
       drafts: [
@@ -151,7 +160,7 @@ async function moveOrder(
     ...(to === ServiceOrderStatus.COMPLETED ? { completedAt: now } : {}),
   };
   await guardedUpdate(tx, ServiceOrder, 'Service order', order.id, { status: from }, values);
-  recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, from, to, now, actor, now);
+  await recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, from, to, now, actor, now);
   Object.assign(order, values);
   return {
     type: 'service_order.status_changed',

@@ -1,15 +1,29 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { preparedIn, preparedInJoined, preparedLock, preparedPage } from '../../src/db/prepared.js';
-import { PortCall, ServiceOrder, Vendor } from '../../src/port-ops/entities.js';
+import { isUniqueViolation } from '../../src/db/errors.js';
+import {
+  preparedIn,
+  preparedInJoined,
+  preparedInsert,
+  preparedLock,
+  preparedPage,
+  preparedUpdate,
+} from '../../src/db/prepared.js';
+import {
+  PortCall,
+  ServiceOrder,
+  ServiceOrderStatus,
+  ServiceType,
+  Vendor,
+} from '../../src/port-ops/entities.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
- * Prepared reads map rows themselves outside transactions (rows as arrays, one pass; SQLite and
- * PostgreSQL hand over dates, booleans and JSON differently) and through the ORM's result mapper
- * inside them: every path must give what the ORM would hydrate, dates, booleans, nullable columns
- * and JSON included.
+ * Prepared reads map rows themselves (rows as arrays, one pass; SQLite and PostgreSQL hand over
+ * dates, booleans and JSON differently), on a pooled connection or on a transaction's: every path
+ * must give what the ORM would hydrate, dates, booleans, nullable columns and JSON included. Prepared
+ * writes must store what the ORM would store, and commit or roll back with their transaction.
  */
 describeEachDialect('prepared reads', (dialect) => {
   let server: TestServer;
@@ -167,5 +181,100 @@ describeEachDialect('prepared reads', (dialect) => {
     });
     await concurrent;
     expect(order).toEqual(['commit', 'concurrent write']);
+  });
+
+  it('insert and update rows as the ORM writes them, only inside a transaction, committing or rolling back with it', async () => {
+    const db = server.database.db;
+    const orm = await expected();
+    const call = orm.calls[0]!;
+    const vendor = (): Vendor =>
+      Object.assign(new Vendor(), {
+        accountId: call.accountId,
+        name: 'Prepared Bunkers',
+        services: [ServiceType.BUNKERING, ServiceType.TOWAGE],
+        ports: ['NLRTM'],
+        contactEmail: null,
+        active: false,
+        createdAt: new Date('2026-03-04T05:06:07.089Z'),
+      });
+    const order = (vendorId: string): ServiceOrder =>
+      Object.assign(new ServiceOrder(), {
+        accountId: call.accountId,
+        portCallId: call.id,
+        vendorId,
+        serviceType: ServiceType.BUNKERING,
+        details: { quantity: 12.5, unit: 'MT', fuelType: 'VLSFO', notes: ['a', 1, null] },
+        requestedFor: null,
+        createdAt: new Date('2026-03-04T05:06:07.089Z'),
+        updatedAt: new Date('2026-03-04T05:06:07.089Z'),
+      });
+    await expect(preparedInsert(db.em(), Vendor, [vendor()])).rejects.toThrow(/outside a transaction/);
+    await expect(preparedUpdate(db.em(), Vendor, { id: call.id }, { active: true })).rejects.toThrow(
+      /outside a transaction/,
+    );
+
+    // The ORM writes one of each, the prepared insert the same values under another id.
+    const byOrm = { vendor: vendor(), order: undefined as ServiceOrder | undefined };
+    const byPrepared = { vendor: vendor(), order: undefined as ServiceOrder | undefined };
+    byOrm.order = order(byOrm.vendor.id);
+    byPrepared.order = order(byPrepared.vendor.id);
+    await db.em().transactional(async (tx) => {
+      // The order after its vendor (the ORM sees no relation between their plain id columns).
+      await tx.persist(byOrm.vendor).flush();
+      await tx.persist(byOrm.order!).flush();
+      statements.length = 0;
+      await preparedInsert(tx as EntityManager, Vendor, [byPrepared.vendor]);
+      await preparedInsert(tx as EntityManager, ServiceOrder, [byPrepared.order!]);
+      // One statement each, values bound (`?`), not inlined into the text.
+      expect(statements.filter((s) => /insert into "\w+" \(.*\) values \(\?(, \?)*\)/.test(s))).toHaveLength(
+        2,
+      );
+      // A read inside the transaction sees its own writes.
+      expect((await preparedIn(tx as EntityManager, Vendor, 'id', [byPrepared.vendor.id]))[0]?.name).toBe(
+        'Prepared Bunkers',
+      );
+    });
+    const read = db.em();
+    const stored = async (id: string) => ({ ...(await read.fork().findOneOrFail(Vendor, { id })), id: '' });
+    expect(await stored(byPrepared.vendor.id)).toEqual(await stored(byOrm.vendor.id));
+    const storedOrder = async (id: string) => ({
+      ...(await read.fork().findOneOrFail(ServiceOrder, { id })),
+      id: '',
+      vendorId: '',
+    });
+    expect(await storedOrder(byPrepared.order.id)).toEqual(await storedOrder(byOrm.order.id));
+    expect((await storedOrder(byPrepared.order.id)).status).toBe(ServiceOrderStatus.REQUESTED); // the class's default
+
+    // An update sets what it is given and counts the rows its condition matched.
+    const completedAt = new Date('2026-03-05T00:00:00.000Z');
+    await db.em().transactional(async (tx) => {
+      const t = tx as EntityManager;
+      const set = { status: ServiceOrderStatus.COMPLETED, completedAt, details: { quantity: 1 } };
+      expect(
+        await preparedUpdate(t, ServiceOrder, { id: byPrepared.order!.id, status: 'REQUESTED' }, set),
+      ).toBe(1);
+      expect(
+        await preparedUpdate(t, ServiceOrder, { id: byPrepared.order!.id, status: 'REQUESTED' }, set),
+      ).toBe(0);
+      await expect(preparedUpdate(t, ServiceOrder, {}, set)).rejects.toThrow(/without a condition/);
+      await expect(preparedUpdate(t, ServiceOrder, { id: call.id }, { colour: 'red' })).rejects.toThrow(
+        /no column for 'colour'/,
+      );
+    });
+    const updated = await read.fork().findOneOrFail(ServiceOrder, { id: byPrepared.order.id });
+    expect(updated.completedAt).toEqual(completedAt);
+    expect(updated.details).toEqual({ quantity: 1 });
+
+    // A duplicate key fails as the ORM's own write would, and the transaction's writes are undone.
+    const again = vendor();
+    await expect(
+      db.em().transactional(async (tx) => {
+        await preparedInsert(tx as EntityManager, Vendor, [again]);
+        await preparedInsert(tx as EntityManager, Vendor, [
+          Object.assign(vendor(), { id: byPrepared.vendor.id }),
+        ]);
+      }),
+    ).rejects.toSatisfy(isUniqueViolation);
+    expect(await read.fork().findOne(Vendor, { id: again.id })).toBeNull();
   });
 });
