@@ -36,6 +36,7 @@ import { LiquidityReadModel } from './liquidity/read-model.js';
 import { uploadSecretOf } from './port-ops/documents.js';
 import { ReferenceRows } from './port-ops/reference-rows.js';
 import { AccountCalls } from './port-ops/account-calls.js';
+import { ChangeLog } from './port-ops/changes.js';
 import { VesselCache } from './port-ops/vessel-cache.js';
 import { registerPlayground } from './playground/http.js';
 
@@ -127,6 +128,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const bus = await createEventBus(config, fastify.log);
   const secrets = openSecretBox(config);
   const versions = new ReadModelVersions(db, { url: config.databaseUrl, logger: fastify.log });
+  const changes = new ChangeLog();
   const services: AppServices = {
     config,
     db,
@@ -148,7 +150,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     readModel: new LiquidityReadModel(db, versions, fastify.log, config.readModelPollMs),
     vessels: new VesselCache(clock),
     referenceRows: new ReferenceRows(versions),
-    accountCalls: new AccountCalls(versions),
+    portOpsChanges: changes,
+    accountCalls: new AccountCalls(versions, changes),
     documentUploadSecret: uploadSecretOf(config, secrets),
   };
   // PostgreSQL: listen for version notices before serving, so that warm reads start from memory.

@@ -7,6 +7,7 @@ import { isAdmin, type Principal } from '../kernel/principal.js';
 import { PortCall, PortCallStatus, ServiceOrder, Vendor } from './entities.js';
 import { ordersByCall } from './loaders.js';
 import { portOpsVersionNames } from './answers.js';
+import { versionParts, type ChangeLog } from './changes.js';
 
 /*
  * The port-call read model: per account, every call of the account in (eta, id) order and its
@@ -22,6 +23,12 @@ import { portOpsVersionNames } from './answers.js';
  *   memory after the first. When the version moves under a model that served more than one read,
  *   the next model is built on the first read of the new version: such a tenant reads more than it
  *   writes.
+ * - Carried over a move: when the version moves under a kept model and the log of what the moves
+ *   changed (changes.ts) names the calls they changed and nothing that could change a list, the next
+ *   model is the kept one with those calls read again (one statement) and their orders left to be
+ *   read when next shown; everything else it holds is what the moves left as it was. A move the log
+ *   cannot vouch for (a call added, moved in status or ETA, a vendor, a vessel or port) falls back
+ *   to the rules above.
  * - Rows are read after the version, so they can be newer than it, never older (as with kept
  *   answers); a model whose version moved while it was read answers that one read and is not kept.
  * - Never inside a transaction (a mutation reads what it wrote), and never for an admin (whose
@@ -116,6 +123,7 @@ export class AccountCalls {
 
   constructor(
     private readonly versions: ReadModelVersions,
+    private readonly changes: ChangeLog,
     private readonly limits: { maxRows: number; maxAccountCalls: number } = {
       maxRows: MAX_ROWS,
       maxAccountCalls: MAX_ACCOUNT_CALLS,
@@ -146,23 +154,80 @@ export class AccountCalls {
         this.models.set(accountId, kept);
         return kept;
       }
-      if (kept) this.drop(accountId, kept);
-      // A model that served more than one read is rebuilt on the first read of the next version:
-      // the tenant reads more than it writes, and that read would otherwise execute by statement.
-      if ((kept?.reads ?? 0) < 2 && this.seen.get(accountId) !== version) {
-        this.seen.delete(accountId);
-        this.seen.set(accountId, version);
-        if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value!);
-        return undefined;
-      }
-      const key = `${accountId}@${version}`;
-      let build = this.building.get(key);
-      if (!build) {
-        build = this.build(em, accountId, version).finally(() => this.building.delete(key));
-        this.building.set(key, build);
-      }
-      return build;
+      if (!kept) return this.fresh(em, accountId, version, undefined);
+      // Concurrent first reads of the new version share one carrying.
+      const key = `carry:${accountId}@${version}`;
+      const carrying = this.building.get(key);
+      if (carrying) return carrying;
+      const carried = this.carried(em, kept, version);
+      if (!carried) return this.fresh(em, accountId, version, kept);
+      const next = carried
+        .then((model) => model ?? this.fresh(em, accountId, version, kept))
+        .finally(() => this.building.delete(key));
+      this.building.set(key, next);
+      return next;
     });
+  }
+
+  /**
+   * A new model of the account at `version`, or undefined where its list reads by statement: the
+   * version's first read, unless the model it replaces served more than one read.
+   */
+  private fresh(
+    em: EntityManager,
+    accountId: string,
+    version: string,
+    kept: CallsModel | undefined,
+  ): MaybePromise<CallsModel | undefined> {
+    if (kept) this.drop(accountId, kept);
+    // A model that served more than one read is rebuilt on the first read of the next version:
+    // the tenant reads more than it writes, and that read would otherwise execute by statement.
+    if ((kept?.reads ?? 0) < 2 && this.seen.get(accountId) !== version) {
+      this.seen.delete(accountId);
+      this.seen.set(accountId, version);
+      if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value!);
+      return undefined;
+    }
+    const key = `${accountId}@${version}`;
+    let build = this.building.get(key);
+    if (!build) {
+      build = this.build(em, accountId, version).finally(() => this.building.delete(key));
+      this.building.set(key, build);
+    }
+    return build;
+  }
+
+  /**
+   * `kept` brought to `version` when the log says which calls the moves since changed and that none
+   * of them could change a list: those calls read again, their orders dropped (read when next
+   * shown), the rest as kept. Undefined when the log cannot vouch for the moves.
+   */
+  private carried(
+    em: EntityManager,
+    kept: CallsModel,
+    version: string,
+  ): Promise<CallsModel | undefined> | undefined {
+    const before = versionParts(kept.version);
+    const now = versionParts(version);
+    if (before.shared !== now.shared) return undefined;
+    const { accountId } = kept;
+    return Promise.resolve(this.changes.callsChanged(em, accountId, before.account, now.account)).then(
+      async (changed) => {
+        if (!changed) return undefined;
+        const ids = [...changed];
+        const fresh = ids.length ? await preparedIn(em, PortCall, 'id', ids, {}, { accountId }) : [];
+        // A call the log names that is gone or not the account's: the log is not the whole story.
+        if (fresh.length !== ids.length) return undefined;
+        const byId = new Map(fresh.map((c) => [c.id, c]));
+        const calls = kept.calls.map((c) => byId.get(c.id) ?? c);
+        const next = new CallsModel(accountId, version, calls, kept.vendors);
+        for (const [id, orders] of kept.orders) if (!changed.has(id)) next.orders.set(id, orders);
+        next.rows += [...next.orders.values()].reduce((n, orders) => n + orders.length, 0);
+        next.reads = kept.reads;
+        await this.keep(next, kept);
+        return next;
+      },
+    );
   }
 
   private async build(
@@ -174,16 +239,25 @@ export class AccountCalls {
     if (calls.length > this.limits.maxAccountCalls) return this.tooLarge(accountId);
     const vendors = new Map((await preparedIn(em, Vendor, 'accountId', [accountId])).map((v) => [v.id, v]));
     const model = new CallsModel(accountId, version, calls, vendors);
-    // Kept only when nothing moved the version while the rows were read.
-    const now = await this.versions.read(portOpsVersionNames(accountId));
-    if (now !== version) return model;
-    const before = this.models.get(accountId);
-    if (before) this.drop(accountId, before);
-    this.seen.delete(accountId);
-    this.models.set(accountId, model);
+    await this.keep(model, this.models.get(accountId));
+    return model;
+  }
+
+  /**
+   * Keeps `model` in place of `before` when nothing moved the version while its rows were read;
+   * otherwise it answers the read that made it and is not kept.
+   */
+  private async keep(model: CallsModel, before: CallsModel | undefined): Promise<boolean> {
+    const now = await this.versions.read(portOpsVersionNames(model.accountId));
+    if (now !== model.version) return false;
+    if (before) this.drop(model.accountId, before);
+    const current = this.models.get(model.accountId);
+    if (current) this.drop(model.accountId, current);
+    this.seen.delete(model.accountId);
+    this.models.set(model.accountId, model);
     this.rows += model.rows;
     this.evict();
-    return model;
+    return true;
   }
 
   /**

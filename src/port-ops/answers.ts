@@ -1,7 +1,7 @@
 import type { AnswerSource } from '../gateway/pipeline/answers.js';
 import { andThen } from '../kernel/maybe-async.js';
 import { isAdmin } from '../kernel/principal.js';
-import { callsChanged, versionParts } from './changes.js';
+import { versionParts } from './changes.js';
 
 /*
  * The port-operations reads whose results the gateway may keep between requests
@@ -113,7 +113,7 @@ export const portOpsAnswers: AnswerSource = {
     // A move of the shared registers (a vessel, a port) is never looked through.
     if (before.shared !== now.shared) return false;
     return andThen(
-      callsChanged(services.db.root, accountId, before.account, now.account),
+      services.portOpsChanges.callsChanged(services.db.root, accountId, before.account, now.account),
       (changed) => changed !== undefined && ![...changed].some((id) => calls.has(id)),
     );
   },

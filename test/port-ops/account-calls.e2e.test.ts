@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AccountCalls } from '../../src/port-ops/account-calls.js';
+import { ChangeLog } from '../../src/port-ops/changes.js';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { NOTICE_BOUND_MS, servedWithin } from '../helpers/served.js';
@@ -103,26 +104,71 @@ describeEachDialect('the port-call read model', (dialect) => {
     expect(server.app.services.accountCalls.size).toBeGreaterThan(0);
   });
 
-  it('a model that served more than one read is rebuilt on the first read after a write; one that served one is not', async () => {
+  it('a model is carried over a write to its calls, rebuilt after one it cannot be carried over when it served more than one read, and read by statement when it served one', async () => {
     const path = '/v1/port-calls?status=SCHEDULED&limit=10';
     const builds = (ran: string[]) => ran.some((s) => /from "vendors" where "account_id"/.test(s));
+    const rereads = (ran: string[]) =>
+      ran.some((s) => /from "port_calls" where "account_id" = \? and "id" in/.test(s));
     // Whatever the earlier tests left, after three reads of one version a model has served two.
     await staleKeptAnswers(server);
     for (let i = 0; i < 3; i++) await get(path)();
     expect(await modelStatements(get(path))).toEqual([]);
-    const { orderId } = await orderBunkers(); // moves the account's version
-    expect(builds(await modelStatements(get(path))), 'rebuilt on the first read').toBe(true);
-    // This model has answered one read when the next write moves the version.
-    const confirmed = await rest(server.url, `/v1/service-orders/${orderId}/status`, {
+    // A new order changes its call's own data: the model reads that call again, nothing else.
+    const { call, orderId } = await orderBunkers();
+    const carried = await modelStatements(get(path));
+    expect(rereads(carried), 'the call read again').toBe(true);
+    expect(builds(carried), 'not rebuilt').toBe(false);
+    expect(await modelStatements(get(path))).toEqual([]);
+    // A status move changes lists: the model, which served more than one read, is rebuilt at once.
+    const moved = await rest(server.url, `/v1/port-calls/${call.id}/status`, {
       method: 'POST',
       key,
-      body: { status: 'CONFIRMED' },
+      body: { status: 'ARRIVED' },
     });
-    expect(confirmed.status, confirmed.text).toBe(200);
+    expect(moved.status, moved.text).toBe(200);
+    expect(builds(await modelStatements(get(path))), 'rebuilt on the first read').toBe(true);
+    // This model has answered one read when the next such move comes: read by statement, then built.
+    const cancelled = await rest(server.url, `/v1/service-orders/${orderId}/status`, {
+      method: 'POST',
+      key,
+      body: { status: 'CANCELLED' },
+    });
+    expect(cancelled.status, cancelled.text).toBe(200);
+    await staleKeptAnswers(server); // a move the log cannot vouch for
     const first = await modelStatements(get(path));
     expect(first).not.toEqual([]);
     expect(builds(first), 'read by statement').toBe(false);
     expect(builds(await modelStatements(get(path))), 'built on the second read').toBe(true);
+  });
+
+  it('a model carried over writes to its calls answers the same bytes as one built afresh', async () => {
+    const paths = [
+      '/v1/dashboard/port-calls?limit=50',
+      '/v1/dashboard/port-calls?status=SCHEDULED&limit=20',
+      '/v1/port-calls?status=SCHEDULED&limit=10',
+    ];
+    const builds = (ran: string[]) => ran.some((s) => /from "vendors" where "account_id"/.test(s));
+    await staleKeptAnswers(server);
+    for (const path of paths) for (let i = 0; i < 3; i++) await get(path)();
+    // Two calls' own data change: a new order on one, the agent of another.
+    const { call } = await orderBunkers();
+    const other = (
+      (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=20', { key })).body.data as Json[]
+    ).find((c) => c.id !== call.id)!;
+    const patched = await rest(server.url, `/v1/port-calls/${other.id}`, {
+      method: 'PATCH',
+      key,
+      body: { agent: `Carried Agency ${Date.now()}` },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    const carried: string[] = [];
+    const ran = await modelStatements(async () => {
+      for (const path of paths) carried.push((await get(path)()).text);
+    });
+    expect(builds(ran), 'carried, not rebuilt').toBe(false);
+    expect(carried.join()).toContain(patched.body.agent as string);
+    await staleKeptAnswers(server); // a move the log cannot vouch for: the next model is built afresh
+    for (const [i, path] of paths.entries()) expect((await get(path)()).text, path).toBe(carried[i]);
   });
 
   it('every filter, order and page answers the same bytes from the model as by statement', async () => {
@@ -274,19 +320,19 @@ describeEachDialect('the port-call read model', (dialect) => {
     const account = { accountId: rows[0]!.account_id, scopes: new Set<string>() };
     const versions = server.app.services.versions;
 
-    const small = new AccountCalls(versions, { maxRows: 1_000_000, maxAccountCalls: 10 });
+    const small = new AccountCalls(versions, new ChangeLog(), { maxRows: 1_000_000, maxAccountCalls: 10 });
     expect(await small.model(em, account)).toBeUndefined(); // first sight
     expect(await small.model(em, account)).toBeUndefined(); // too large: not built
     expect(await small.model(em, account)).toBeUndefined(); // and not read again
     expect(small.size).toBe(0);
 
-    const tight = new AccountCalls(versions, { maxRows: 10, maxAccountCalls: 1_000_000 });
+    const tight = new AccountCalls(versions, new ChangeLog(), { maxRows: 10, maxAccountCalls: 1_000_000 });
     await tight.model(em, account);
     const built = await tight.model(em, account);
     expect(built?.calls.length).toBeGreaterThan(10); // this read is answered from it …
     expect(tight.size).toBe(0); // … but it is not kept
 
-    const roomy = new AccountCalls(versions);
+    const roomy = new AccountCalls(versions, new ChangeLog());
     await roomy.model(em, account);
     const kept = await roomy.model(em, account);
     expect(roomy.size).toBe(kept!.rows);

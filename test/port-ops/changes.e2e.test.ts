@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openAppDatabase } from '../../src/database.js';
-import { callsChanged } from '../../src/port-ops/changes.js';
+import { ChangeLog } from '../../src/port-ops/changes.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { parsePrometheus, seriesValue } from '../helpers/prometheus.js';
 import { NOTICE_BOUND_MS, servedWithin } from '../helpers/served.js';
@@ -28,8 +28,10 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
   let key: string;
   let accountId: string;
   let sql: (text: string, values?: unknown[]) => Promise<Json[]>;
+  /** The server's statements, as its query log shows them. */
+  const statements: string[] = [];
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await startTestServer({ dialect, onQuery: (text) => statements.push(text) });
     key = server.key('INSTITUTIONAL');
     accountId = server.demo.accounts.find((a) => a.plan === 'INSTITUTIONAL')!.accountId;
     const connection = server.database.db.em().getConnection();
@@ -177,20 +179,35 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     expect(moved.calls).toContain(null);
   });
 
-  it('tells the calls a range of moves changed only when the log holds every move of it', async () => {
+  it('tells the calls a range of moves changed only when the log holds every move of it, and keeps what it read', async () => {
     const call = await orderableCall();
     const from = await accountVersion();
     await orderBunkers(call);
     const to = await accountVersion();
     const root = server.app.services.db.root;
-    expect([...((await callsChanged(root, accountId, from, to)) ?? [])]).toEqual([call.id]);
-    expect(await callsChanged(root, accountId, to, to)).toBeUndefined();
-    expect(await callsChanged(root, accountId, to, from)).toBeUndefined();
-    // A version moved by hand logs nothing: the range is no longer whole.
+    const log = new ChangeLog();
+    const asked = async (a: number, b: number) => {
+      statements.length = 0;
+      const calls = await log.callsChanged(root, accountId, a, b);
+      return { calls: calls && [...calls], read: statements.some((s) => /port_ops_changes/.test(s)) };
+    };
+    expect(await asked(from, to)).toEqual({ calls: [call.id], read: true });
+    // Known now: a part of the range, or all of it, without a statement.
+    expect(await asked(from + 1, to)).toEqual({ calls: [call.id], read: false });
+    expect(await asked(from, to)).toEqual({ calls: [call.id], read: false });
+    expect(await asked(to, to)).toEqual({ calls: undefined, read: false });
+    expect(await asked(to, from)).toEqual({ calls: undefined, read: false });
+    // A version moved by hand logs nothing: that move is unknown, and stays so.
     await sql('update read_model_versions set version = version + 1 where name = ?', [
       `port-ops:${accountId}`,
     ]);
-    expect(await callsChanged(root, accountId, from, to + 1)).toBeUndefined();
+    expect(await asked(from, to + 1)).toEqual({ calls: undefined, read: true });
+    expect(await asked(to, to + 1)).toEqual({ calls: undefined, read: false });
+    // A later move is read from where the log left off.
+    await orderBunkers(call);
+    const last = await accountVersion();
+    expect(await asked(to + 1, last)).toEqual({ calls: [call.id], read: true });
+    expect(await asked(from, last)).toEqual({ calls: undefined, read: false });
   });
 
   it('carries a kept list over a write to a call it does not show, and executes the one that shows it', async () => {
