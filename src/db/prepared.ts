@@ -422,40 +422,25 @@ function idleSqliteConnection(em: EntityManager): SqliteConnection | undefined {
   return connection.open && !connection.inTransaction ? connection : undefined;
 }
 
-/** What `preparedRows` keeps on each SQLite connection: its statements, and rows kept until a change. */
-interface SqliteRowState {
-  statements: Map<string, { all(...params: unknown[]): unknown[] }>;
-  /** `total_changes()` and `PRAGMA data_version` when `kept` was last valid. */
-  changes: number;
-  dataVersion: number;
-  kept: Map<string, Array<Record<string, unknown>>>;
-  probe: { changes: { get(): unknown }; dataVersion: { get(): unknown } };
-}
-const sqliteRowStates = new WeakMap<object, SqliteRowState>();
-const MAX_KEPT_ROWS = 10_000;
+/** The statements `preparedRows` prepared on each SQLite connection, by SQL text. */
+const sqliteRowStatements = new WeakMap<object, Lru<string, { all(...params: unknown[]): unknown[] }>>();
 
 /**
  * A small read that maps to no entity (a version row, a count), prepared once per connection:
- * rows as keyed objects with the driver's values. Inside a transaction it joins the transaction.
- *
- * `untilChange`: on SQLite the rows are kept on the connection until the database changes, which
- * costs two probes instead of a read: `total_changes()` (rows this connection changed, those its
- * triggers changed included) and `PRAGMA data_version` (moves when another connection, such as
- * the CLI in another process, commits). A change of either drops everything kept. PostgreSQL reads
- * every time.
+ * rows as keyed objects with the driver's values. Inside a transaction it runs on the
+ * transaction's connection.
  */
 export function preparedRows(
   em: EntityManager,
   sql: string,
   values: unknown[],
-  options: { untilChange?: boolean } = {},
 ): MaybePromise<Array<Record<string, unknown>>> {
   const idle = idleSqliteConnection(em);
   if (idle) {
     const started = Date.now();
     let rows: Array<Record<string, unknown>>;
     try {
-      rows = sqliteRows(idle, sql, values, options);
+      rows = sqliteRows(idle, sql, values);
     } catch (error) {
       return Promise.reject(converted(em, error));
     }
@@ -464,7 +449,7 @@ export function preparedRows(
   }
   return onPooledConnection(em, sql, values, {
     pg: (result) => result.rows as Array<Record<string, unknown>>,
-    sqlite: (connection) => sqliteRows(connection as SqliteConnection, sql, values, options),
+    sqlite: (connection) => sqliteRows(connection as SqliteConnection, sql, values),
   });
 }
 
@@ -472,47 +457,13 @@ function sqliteRows(
   connection: SqliteConnection,
   sql: string,
   values: unknown[],
-  options: { untilChange?: boolean },
 ): Array<Record<string, unknown>> {
-  const state = sqliteRowState(connection);
-  let key: string | undefined;
-  if (options.untilChange) {
-    const changes = Number(state.probe.changes.get());
-    const dataVersion = Number(state.probe.dataVersion.get());
-    if (changes !== state.changes || dataVersion !== state.dataVersion) {
-      state.kept.clear();
-      state.changes = changes;
-      state.dataVersion = dataVersion;
-    }
-    key = `${sql}\u0000${values.join('\u0000')}`;
-    const kept = state.kept.get(key);
-    if (kept) return kept;
-  }
-  let statement = state.statements.get(sql);
-  if (!statement) state.statements.set(sql, (statement = connection.prepare(sql)));
-  const rows = statement.all(...values.map(sqliteValue)) as Array<Record<string, unknown>>;
-  if (key !== undefined) {
-    if (state.kept.size >= MAX_KEPT_ROWS) state.kept.clear();
-    state.kept.set(key, rows);
-  }
-  return rows;
-}
-
-function sqliteRowState(connection: SqliteConnection): SqliteRowState {
-  let state = sqliteRowStates.get(connection);
-  if (!state) {
-    const pluck = (sql: string) =>
-      (connection.prepare(sql) as unknown as { pluck(): { get(): unknown } }).pluck();
-    state = {
-      statements: new Map(),
-      changes: -1,
-      dataVersion: -1,
-      kept: new Map(),
-      probe: { changes: pluck('select total_changes()'), dataVersion: pluck('pragma data_version') },
-    };
-    sqliteRowStates.set(connection, state);
-  }
-  return state;
+  let statements = sqliteRowStatements.get(connection);
+  if (!statements)
+    sqliteRowStatements.set(connection, (statements = new Lru({ maxEntries: MAX_STATEMENTS })));
+  let statement = statements.get(sql);
+  if (!statement) statements.set(sql, (statement = connection.prepare(sql)));
+  return statement.all(...values.map(sqliteValue)) as Array<Record<string, unknown>>;
 }
 
 /**

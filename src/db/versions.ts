@@ -16,10 +16,13 @@ import { preparedRows } from './prepared.js';
  *
  * - Writers of the liquidity data change it through `changing`, which announces the change to this
  *   process's read models once it has committed: a client reads its own write on the next request.
- * - Kept answers read the versions through `read`. SQLite reads them from the database, which costs
- *   two probes of the connection when nothing changed (src/db/prepared.ts). PostgreSQL keeps them
- *   in memory: every bump also sends `pg_notify('tidegate_versions', '<version> <name>')`
- *   (Migration20261128000800VersionNotices), and one dedicated connection per process LISTENs.
+ * - Kept answers read the versions through `read`. SQLite keeps the rows it read in memory and
+ *   asks the database one number per read: every move stamps its row with the next number of one
+ *   sequence (`seq`, Migration20261201000200VersionSequence), so `max(seq)` unchanged means no version
+ *   moved, anywhere; when it moved, only the rows stamped since are read. PostgreSQL keeps them in
+ *   memory with no read at all: every bump also sends `pg_notify('tidegate_versions', '<version>
+ *   <name>')` (Migration20261128000800VersionNotices), and one dedicated connection per process
+ *   LISTENs.
  *
  * Staleness on PostgreSQL. A write through this process's pipeline is exact: when a mutation ends,
  * `written` marks the versions its caller reads, and the next read of them goes to the database
@@ -57,6 +60,8 @@ export async function readVersion(em: EntityManager, name: ReadModelName): Promi
 }
 
 const VERSIONS_OF_TWO = 'select name, version from read_model_versions where name in (?, ?)';
+const LAST_STAMP = 'select max(seq) as seq from read_model_versions';
+const STAMPED_SINCE = 'select name, version, seq from read_model_versions where seq > ?';
 
 /** The versions of two names as one string (`3.17`; a name without a row reads 0). */
 function joined(names: readonly [string, string], versionOf: (name: string) => number): string {
@@ -76,6 +81,8 @@ export class ReadModelVersions {
   private readonly heard = new Map<string, number>();
   /** Whether `heard` is complete: a connection LISTENs and has read every row after it began to. */
   private listening = false;
+  /** SQLite: the highest `seq` of the rows read into `heard` (-1: none read yet). */
+  private stamp = -1;
   /** Names a mutation of this process wrote since their last read from the database. */
   private readonly writtenHere = new Set<string>();
   /** Moves with every `written`: a database read that started before it must not clear its marks. */
@@ -125,20 +132,36 @@ export class ReadModelVersions {
   /**
    * The versions of `names` as one string: what a kept answer is checked against on every
    * request. From memory on PostgreSQL while listening and neither name was written here since
-   * it was last read; otherwise by one prepared statement (on SQLite kept on the connection until
-   * the database changes: src/db/prepared.ts).
+   * it was last read; on SQLite from memory once the sequence shows nothing moved (one prepared
+   * statement, two when something did); otherwise by one prepared statement.
    */
   read(names: readonly [string, string]): MaybePromise<string> {
     if (this.listening && !this.writtenHere.has(names[0]) && !this.writtenHere.has(names[1]))
       return joined(names, (name) => this.heard.get(name) ?? 0);
+    if (this.db.dialect === 'sqlite') return this.stamped(names);
     const writes = this.writes;
-    return andThen(preparedRows(this.db.root, VERSIONS_OF_TWO, [...names], { untilChange: true }), (rows) => {
+    return andThen(preparedRows(this.db.root, VERSIONS_OF_TWO, [...names]), (rows) => {
       const read = new Map(rows.map((r) => [r.name as string, Number(r.version)]));
       if (this.listening) {
         for (const name of names) this.hear(name, read.get(name) ?? 0);
         if (writes === this.writes) for (const name of names) this.writtenHere.delete(name);
       }
       return joined(names, (name) => read.get(name) ?? 0);
+    });
+  }
+
+  /** SQLite: the versions from memory, after reading the rows stamped since the last read, if any. */
+  private stamped(names: readonly [string, string]): MaybePromise<string> {
+    const known = () => joined(names, (name) => this.heard.get(name) ?? 0);
+    return andThen(preparedRows(this.db.root, LAST_STAMP, []), ([last]) => {
+      if (Number(last?.seq ?? -1) === this.stamp) return known();
+      return andThen(preparedRows(this.db.root, STAMPED_SINCE, [this.stamp]), (rows) => {
+        for (const row of rows) {
+          this.hear(row.name as string, Number(row.version));
+          this.stamp = Math.max(this.stamp, Number(row.seq));
+        }
+        return known();
+      });
     });
   }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openAppDatabase } from '../../src/database.js';
 import { knexIn } from '../../src/db/knex.js';
 import { LISTENER_APPLICATION_NAME, ReadModelVersions } from '../../src/db/versions.js';
 import { ServiceType, Vendor } from '../../src/port-ops/entities.js';
@@ -79,6 +80,67 @@ describeEachDialect('version reads from the database', (dialect) => {
 
   it('the gateway reads from memory only on PostgreSQL', () => {
     expect(server.app.services.versions.inMemory).toBe(dialect === 'postgresql');
+  });
+});
+
+/*
+ * SQLite keeps the versions it read in memory and asks one number per read: the last stamp of the
+ * sequence every move of a version row takes (Migration20261201000200VersionSequence). Nothing
+ * else written moves it; a move by any connection does, and then only the rows stamped since are read.
+ */
+describe('version reads on SQLite: the stamp sequence', () => {
+  let server: TestServer;
+  const statements: string[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({ dialect: 'sqlite', onQuery: (sql) => statements.push(sql) });
+  });
+  afterAll(() => server?.close());
+
+  /** The value read, and the version statements that read it. */
+  async function reading(versions: ReadModelVersions): Promise<{ value: string; ran: string[] }> {
+    statements.length = 0;
+    const value = await versions.read(NAMES);
+    return { value, ran: statements.filter((s) => /read_model_versions/.test(s)) };
+  }
+
+  it('reads one number while nothing moved, whatever else was written, and only the moved rows when one did', async () => {
+    const versions = new ReadModelVersions(server.database.db);
+    const first = await reading(versions);
+    expect(first.ran).toEqual([
+      expect.stringMatching(/select max\(seq\)/),
+      expect.stringMatching(/where seq > \?/),
+    ]);
+    expect(await reading(versions)).toEqual({
+      value: first.value,
+      ran: [expect.stringMatching(/select max\(seq\)/)],
+    });
+    // A write that moves no version (an account's name) leaves the sequence where it was.
+    const account = server.demo.accounts[0]!.accountId;
+    const sql = (text: string, values: unknown[] = []) =>
+      server.database.db.em().getConnection().execute(text, values);
+    await sql('update accounts set name = name where id = ?', [account]);
+    expect((await reading(versions)).ran).toHaveLength(1);
+    // Another connection moves one version: both statements, the second reading that row alone.
+    const other = await openAppDatabase(server.database.url);
+    try {
+      await other
+        .em()
+        .getConnection()
+        .execute(`update read_model_versions set version = version + 1 where name = 'port-ops'`);
+    } finally {
+      await other.close();
+    }
+    const moved = await reading(versions);
+    expect(major(moved.value)).toBe(major(first.value) + 1);
+    expect(moved.ran).toEqual([
+      expect.stringMatching(/select max\(seq\)/),
+      expect.stringMatching(/where seq > \? .*\b1 results?\]/),
+    ]);
+    // A version these names do not read: read, and the value stays.
+    await sql(`update read_model_versions set version = version + 1 where name = 'liquidity'`);
+    const elsewhere = await reading(versions);
+    expect(elsewhere.ran).toHaveLength(2);
+    expect(elsewhere.value).toBe(moved.value);
   });
 });
 

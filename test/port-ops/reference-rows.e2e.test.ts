@@ -74,7 +74,7 @@ describeEachDialect('vessels and ports kept per data version', (dialect) => {
     const renamed = await servedWithin(calls, (c) => c[0]!.vessel.name === 'RENAMED IN PLACE', bound);
     expect(renamed[0]!.vessel).toEqual({ imo, name: 'RENAMED IN PLACE' });
 
-    // Another connection, as the CLI or a second gateway has (SQLite tells ours by PRAGMA data_version).
+    // Another connection, as the CLI or a second gateway has (on SQLite its moves stamp the version sequence ours checks).
     const other = await openAppDatabase(server.database.url);
     try {
       await other

@@ -20,6 +20,7 @@ import { Migration20261128000700ConsoleRequestLog } from './Migration20261128000
 import { Migration20261128000800VersionNotices } from './Migration20261128000800VersionNotices.js';
 import { Migration20261128000900StatementVersionTriggers } from './Migration20261128000900StatementVersionTriggers.js';
 import { Migration20261201000100PortOpsChanges } from './Migration20261201000100PortOpsChanges.js';
+import { Migration20261201000200VersionSequence } from './Migration20261201000200VersionSequence.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -50,4 +51,5 @@ export const MIGRATIONS: MigrationObject[] = [
     class: Migration20261128000900StatementVersionTriggers,
   },
   { name: 'Migration20261201000100PortOpsChanges', class: Migration20261201000100PortOpsChanges },
+  { name: 'Migration20261201000200VersionSequence', class: Migration20261201000200VersionSequence },
 ];

@@ -103,7 +103,7 @@ describeEachDialect('kept answers', (dialect) => {
       ((await gql(server.url, CALL, { key, variables: { id: call.id } })).body.data as Json).portCall;
     await read();
     expect((await read()).voyageReference).not.toBe('OTHER-CONNECTION');
-    // A connection of its own, as another process has (SQLite tells ours by PRAGMA data_version).
+    // A connection of its own, as another process has (on SQLite its moves stamp the version sequence ours checks).
     const other = await openAppDatabase(server.database.url);
     try {
       await other
