@@ -5,7 +5,8 @@
  * moves req/s. Not a substitute for `npm run bench` (no HTTP stack, one request at a time).
  * `node --import tsx test/bench/cpu.ts [ITERATIONS]`; `BENCH_DATABASE_URL` (postgres://…) runs it on
  * a fresh PostgreSQL database (created and dropped), SQLite otherwise; `BENCH_CPU_PROFILE=dir` writes a
- * CPU profile of each read's measured requests (not of the start) into `dir`.
+ * CPU profile of each read's measured requests (not of the start) into `dir`; `BENCH_KEPT=true`
+ * keeps answers (the default `ANSWER_CACHE_MB`), so the reads measure a warm request instead.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +24,7 @@ import { DASHBOARD_QUERY } from './port-ops.js';
 const ITERATIONS = Number(process.argv[2] ?? 300);
 const POSTGRES = process.env.BENCH_DATABASE_URL;
 const ONLY = process.env.BENCH_ONLY;
+const KEPT = process.env.BENCH_KEPT === 'true';
 
 interface Read {
   name: string;
@@ -47,6 +49,7 @@ const READS: Read[] = [
     method: 'GET',
     url: '/v1/port-calls?status=SCHEDULED&limit=10',
   },
+  { name: 'REST /v1/market', method: 'GET', url: '/v1/market' },
   {
     name: 'GraphQL protocols(first: 20)',
     method: 'POST',
@@ -117,7 +120,7 @@ try {
     PORT: '0',
     LOG_LEVEL: 'warn',
     DEMO_SEED: 'false',
-    ANSWER_CACHE_MB: '0',
+    ...(KEPT ? {} : { ANSWER_CACHE_MB: '0' }),
     LIMIT_INSTITUTIONAL_PER_MINUTE: '100000000',
     PORT_OPS_PER_MINUTE: '100000000',
   });
@@ -173,7 +176,7 @@ try {
       });
     }
     console.log(
-      `dialect ${POSTGRES ? 'postgresql' : 'sqlite'}, ${ITERATIONS} requests each, kept answers off`,
+      `dialect ${POSTGRES ? 'postgresql' : 'sqlite'}, ${ITERATIONS} requests each, kept answers ${KEPT ? 'on' : 'off'}`,
     );
     console.table(results);
   } finally {

@@ -26,7 +26,7 @@
  * random suffix, created on that server and dropped at the end; SQLite otherwise), BENCH_CPU_PROFILE
  * (a directory: each gateway writes its CPU profile there when it exits).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -307,6 +307,8 @@ interface Probe {
   ceiling?: string;
   /** The gateway whose kept-answer counters this probe reads (a sequence on the warm gateway). */
   counters?: string;
+  /** The process that answers (its CPU time per request is reported). */
+  pid?: number;
 }
 
 interface Sample {
@@ -316,6 +318,8 @@ interface Sample {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU time (user + system, every thread) of the answering process per request, in µs. */
+  cpuUs?: number;
 }
 
 interface Row extends Sample {
@@ -343,6 +347,7 @@ function median(values: number[]): number {
 async function measure(keys: Keys, p: Probe, seconds: number): Promise<Sample> {
   const s = p.scenario;
   const next = p.next;
+  const cpuBefore = cpuTicks(p.pid);
   const result = await autocannon({
     url: p.url + p.path,
     method: s.method,
@@ -361,6 +366,11 @@ async function measure(keys: Keys, p: Probe, seconds: number): Promise<Sample> {
     connections: CONNECTIONS,
     duration: seconds,
   });
+  const cpuAfter = cpuTicks(p.pid);
+  const cpuUs =
+    cpuBefore !== undefined && cpuAfter !== undefined && result.requests.total > 0
+      ? ((cpuAfter - cpuBefore) * 1e6) / CLOCK_TICKS / result.requests.total
+      : undefined;
   return {
     name: p.name,
     rps: result.requests.average,
@@ -368,7 +378,33 @@ async function measure(keys: Keys, p: Probe, seconds: number): Promise<Sample> {
     p99: result.latency.p99,
     errors: result.errors,
     non2xx: result.non2xx,
+    ...(cpuUs !== undefined ? { cpuUs } : {}),
   };
+}
+
+/** Clock ticks per second of /proc's CPU times (`getconf CLK_TCK`; 100 on Linux). */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * A process's CPU time so far (user + system, all its threads) in clock ticks, from /proc/<pid>/stat
+ * (fields 14 and 15, counted after the parenthesised command name); undefined elsewhere. On a shared
+ * machine the load generator takes CPU from the server: req/s move with it, a request's CPU much less.
+ */
+function cpuTicks(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The kept-answer counters of a gateway (`tidegate_answer_cache_total` by outcome, all sources). */
@@ -419,17 +455,21 @@ async function plan(
     answers.push(...prefixed);
   }
   let ceilingUrl = '';
+  let ceilingPid: number | undefined;
   if (answers.length > 0) {
     writeFileSync(join(dir, 'ceiling.json'), JSON.stringify(answers));
     const ceiling = await startHelper('test/bench/ceiling.ts', [join(dir, 'ceiling.json')]);
     helpers.push(ceiling.child);
     ceilingUrl = ceiling.url;
+    ceilingPid = ceiling.child.pid;
   }
   let apolloUrl = '';
+  let apolloPid: number | undefined;
   if (chosen.some((s) => s.target === 'apollo')) {
     const apollo = await startHelper('test/bench/apollo-anchor.ts', [databaseUrl]);
     helpers.push(apollo.child);
     apolloUrl = apollo.url;
+    apolloPid = apollo.child.pid;
   }
   // Started after every fixture is written: the cold gateway reads the same database.
   const cold = chosen.some(measuredCold) ? await startCold() : undefined;
@@ -444,6 +484,7 @@ async function plan(
         name: wire,
         scenario: s,
         kind: 'wire ceiling',
+        pid: ceilingPid,
         url: ceilingUrl,
         path: '/',
         next: sequence.ceiling(pathOf),
@@ -457,6 +498,7 @@ async function plan(
         next: sequence.gateway,
         ceiling: wire,
         counters: warm.url,
+        pid: warm.child.pid,
       });
       continue;
     }
@@ -468,6 +510,7 @@ async function plan(
         name: ceilingName(owner.name, 'wire'),
         scenario: c,
         kind: 'wire ceiling',
+        pid: ceilingPid,
         url: ceilingUrl,
         path: `/wire/s/${i}`,
       });
@@ -476,6 +519,7 @@ async function plan(
           name: ceilingName(owner.name, 'json'),
           scenario: c,
           kind: 'json ceiling',
+          pid: ceilingPid,
           url: ceilingUrl,
           path: `/json/s/${i}`,
         });
@@ -490,6 +534,7 @@ async function plan(
       path: s.path,
       requests: await s.mix?.({ url, keys: warm.keys }),
       ceiling: owner ? ceilingName(owner.name, 'wire') : undefined,
+      pid: s.target === 'apollo' ? apolloPid : warm.child.pid,
     });
     if (cold && measuredCold(s))
       probes.push({
@@ -499,6 +544,7 @@ async function plan(
         url: cold.url,
         path: s.path,
         ceiling: ceilingName(s.name, 'json'),
+        pid: cold.child.pid,
       });
   }
   return probes;
@@ -593,6 +639,7 @@ async function main(): Promise<void> {
         rps: median(rounds.map((x) => x.rps)),
         p50: median(rounds.map((x) => x.p50)),
         p99: median(rounds.map((x) => x.p99)),
+        ...(rounds.every((x) => x.cpuUs !== undefined) ? { cpuUs: median(rounds.map((x) => x.cpuUs!)) } : {}),
         errors: rounds.reduce((k, x) => k + x.errors, 0),
         non2xx: rounds.reduce((k, x) => k + x.non2xx, 0),
         ...(r.length > 0 ? { share: median(r), shareMin: Math.min(...r), shareMax: Math.max(...r) } : {}),
@@ -635,9 +682,9 @@ async function main(): Promise<void> {
     `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; database: ${DIALECT}; server: node ${[...SERVER_FLAGS, SERVER_ENTRY].join(' ')}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
   );
   console.log(
-    '| scenario | req/s | p50 ms | p99 ms | share of its ceiling (median of rounds; lowest–highest) |',
+    '| scenario | req/s | p50 ms | p99 ms | server CPU µs/req | share of its ceiling (median of rounds; lowest–highest) |',
   );
-  console.log('|---|---:|---:|---:|---:|');
+  console.log('|---|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const flag = r.errors || r.non2xx ? ` (errors ${r.errors}, non-2xx ${r.non2xx})` : '';
     const p = byName.get(r.name)!;
@@ -646,7 +693,10 @@ async function main(): Promise<void> {
       r.hitRate !== undefined
         ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
         : '';
-    console.log(`| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${share}${kept} |`);
+    const cpuText = r.cpuUs !== undefined ? r.cpuUs.toFixed(0) : '—';
+    console.log(
+      `| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${cpuText} | ${share}${kept} |`,
+    );
   }
   const anchors = rows.filter((r) => r.compared !== undefined);
   if (anchors.length > 0) {
