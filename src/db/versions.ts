@@ -16,13 +16,17 @@ import { preparedRows } from './prepared.js';
  *
  * - Writers of the liquidity data change it through `changing`, which announces the change to this
  *   process's read models once it has committed: a client reads its own write on the next request.
- * - Kept answers read the versions through `read`. SQLite keeps the rows it read in memory and
- *   asks the database one number per read: every move stamps its row with the next number of one
- *   sequence (`seq`, Migration20261201000200VersionSequence), so `max(seq)` unchanged means no version
- *   moved, anywhere; when it moved, only the rows stamped since are read. PostgreSQL keeps them in
- *   memory with no read at all: every bump also sends `pg_notify('tidegate_versions', '<version>
- *   <name>')` (Migration20261128000800VersionNotices), and one dedicated connection per process
- *   LISTENs.
+ * - Kept answers read the versions through `read`, from memory on both dialects: no statement per
+ *   request to learn that nothing changed. PostgreSQL: every bump also sends
+ *   `pg_notify('tidegate_versions', '<version> <name>')` (Migration20261128000800VersionNotices),
+ *   and one dedicated connection per process LISTENs. SQLite has no notices, so it polls: every move
+ *   stamps its row with the next number of one sequence (`seq`,
+ *   Migration20261201000200VersionSequence), and a read more than POLL_MS after the last poll reads
+ *   `max(seq)` and, when it moved, the rows stamped since (only those).
+ *
+ * Staleness on SQLite. A write through this process's pipeline is exact: `written` marks the
+ * versions its caller reads, and their next read polls at once. Any other writer (raw SQL, the CLI,
+ * another process on the file) is served within POLL_MS.
  *
  * Staleness on PostgreSQL. A write through this process's pipeline is exact: when a mutation ends,
  * `written` marks the versions its caller reads, and the next read of them goes to the database
@@ -61,6 +65,8 @@ export async function readVersion(em: EntityManager, name: ReadModelName): Promi
 
 const VERSIONS_OF_TWO = 'select name, version from read_model_versions where name in (?, ?)';
 const LAST_STAMP = 'select max(seq) as seq from read_model_versions';
+/** SQLite: how long a version moved by anyone but this process's pipeline may go unseen (see above). */
+export const POLL_MS = 5;
 const STAMPED_SINCE = 'select name, version, seq from read_model_versions where seq > ?';
 
 /** The versions of two names as one string (`3.17`; a name without a row reads 0). */
@@ -73,6 +79,8 @@ export interface VersionsOptions {
   url?: string;
   /** Where a lost or failing listener is reported. */
   logger?: { warn(object: object, message: string): void };
+  /** Milliseconds of a monotonic clock (tests move it): when SQLite last polled. */
+  now?: () => number;
 }
 
 export class ReadModelVersions {
@@ -83,6 +91,8 @@ export class ReadModelVersions {
   private listening = false;
   /** SQLite: the highest `seq` of the rows read into `heard` (-1: none read yet). */
   private stamp = -1;
+  /** SQLite: when the stamp was last read (the monotonic clock's milliseconds). */
+  private polledAt = -Infinity;
   /** Names a mutation of this process wrote since their last read from the database. */
   private readonly writtenHere = new Set<string>();
   /** Moves with every `written`: a database read that started before it must not clear its marks. */
@@ -92,13 +102,16 @@ export class ReadModelVersions {
   private retry: NodeJS.Timeout | undefined;
   private backoffMs = RECONNECT_MIN_MS;
   private stopped = false;
+  private readonly now: () => number;
 
   constructor(
     private readonly db: Database,
     private readonly options: VersionsOptions = {},
-  ) {}
+  ) {
+    this.now = options.now ?? (() => performance.now());
+  }
 
-  /** Whether reads are answered from memory (PostgreSQL, listening). */
+  /** Whether notices keep the versions in memory (PostgreSQL, listening); SQLite polls instead. */
   get inMemory(): boolean {
     return this.listening;
   }
@@ -131,14 +144,18 @@ export class ReadModelVersions {
 
   /**
    * The versions of `names` as one string: what a kept answer is checked against on every
-   * request. From memory on PostgreSQL while listening and neither name was written here since
-   * it was last read; on SQLite from memory once the sequence shows nothing moved (one prepared
-   * statement, two when something did); otherwise by one prepared statement.
+   * request. From memory while PostgreSQL listens, or on SQLite within POLL_MS of the last poll,
+   * unless a name was written here since it was last read; otherwise from the database (on SQLite
+   * the rows stamped since the last poll; on PostgreSQL by one prepared statement).
    */
   read(names: readonly [string, string]): MaybePromise<string> {
-    if (this.listening && !this.writtenHere.has(names[0]) && !this.writtenHere.has(names[1]))
-      return joined(names, (name) => this.heard.get(name) ?? 0);
-    if (this.db.dialect === 'sqlite') return this.stamped(names);
+    const fresh = !this.writtenHere.has(names[0]) && !this.writtenHere.has(names[1]);
+    const known = () => joined(names, (name) => this.heard.get(name) ?? 0);
+    if (this.db.dialect === 'sqlite') {
+      const at = this.now();
+      return fresh && at - this.polledAt < POLL_MS ? known() : andThen(this.poll(at), known);
+    }
+    if (this.listening && fresh) return known();
     const writes = this.writes;
     return andThen(preparedRows(this.db.root, VERSIONS_OF_TWO, [...names]), (rows) => {
       const read = new Map(rows.map((r) => [r.name as string, Number(r.version)]));
@@ -150,28 +167,34 @@ export class ReadModelVersions {
     });
   }
 
-  /** SQLite: the versions from memory, after reading the rows stamped since the last read, if any. */
-  private stamped(names: readonly [string, string]): MaybePromise<string> {
-    const known = () => joined(names, (name) => this.heard.get(name) ?? 0);
+  /**
+   * SQLite: reads the stamp and, when it moved, the rows stamped since into memory. Everything
+   * written here before the poll began is then in memory: its marks are cleared.
+   */
+  private poll(at: number): MaybePromise<void> {
+    const writes = this.writes;
+    const done = () => {
+      this.polledAt = Math.max(this.polledAt, at);
+      if (writes === this.writes) this.writtenHere.clear();
+    };
     return andThen(preparedRows(this.db.root, LAST_STAMP, []), ([last]) => {
-      if (Number(last?.seq ?? -1) === this.stamp) return known();
+      if (Number(last?.seq ?? -1) === this.stamp) return done();
       return andThen(preparedRows(this.db.root, STAMPED_SINCE, [this.stamp]), (rows) => {
         for (const row of rows) {
           this.hear(row.name as string, Number(row.version));
           this.stamp = Math.max(this.stamp, Number(row.seq));
         }
-        return known();
+        done();
       });
     });
   }
 
   /**
    * A mutation of this process has committed changes to these names' data: their next read goes to
-   * the database, so that the writer reads its write on its next request whatever the notification's
-   * delay. (SQLite reads the database every time anyway.)
+   * the database, so that the writer reads its write on its next request whatever the delay of the
+   * notice (PostgreSQL) or of the poll (SQLite).
    */
   written(names: readonly string[]): void {
-    if (this.db.dialect !== 'postgresql') return;
     for (const name of names) this.writtenHere.add(name);
     this.writes++;
   }

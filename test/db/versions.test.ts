@@ -3,18 +3,18 @@ import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAppDatabase } from '../../src/database.js';
 import { knexIn } from '../../src/db/knex.js';
-import { LISTENER_APPLICATION_NAME, ReadModelVersions } from '../../src/db/versions.js';
+import { LISTENER_APPLICATION_NAME, POLL_MS, ReadModelVersions } from '../../src/db/versions.js';
 import { ServiceType, Vendor } from '../../src/port-ops/entities.js';
 import { describeEachDialect, describeWithPostgres } from '../helpers/env.js';
 import { servedWithin } from '../helpers/served.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
- * The version reads behind every kept port-operations answer (src/db/versions.ts). From the
- * database: on SQLite at once on the pool's idle connection (no acquire), never while a transaction
- * holds that connection (it would read the transaction's uncommitted rows). On PostgreSQL from
- * memory, kept by the database's notices, and from the database again while the listening
- * connection is lost.
+ * The version reads behind every kept port-operations answer (src/db/versions.ts), from memory on
+ * both dialects: on PostgreSQL kept by the database's notices, on SQLite by a poll at most every
+ * POLL_MS. From the database (a SQLite poll, or PostgreSQL with the listener lost): on SQLite at
+ * once on the pool's idle connection (no acquire), never while a transaction holds that connection
+ * (it would read the transaction's uncommitted rows).
  */
 
 const NAMES = ['port-ops', 'port-ops:versions-test'] as const;
@@ -24,11 +24,15 @@ const bump = (em: EntityManager) =>
 
 describeEachDialect('version reads from the database', (dialect) => {
   let server: TestServer;
-  /** Never started: every read goes to the database, as on SQLite or with the listener lost. */
+  /**
+   * Never started, and on SQLite a poll due at every read: every read goes to the database, as
+   * with the listener lost or at each SQLite poll.
+   */
   let fromDatabase: ReadModelVersions;
   beforeAll(async () => {
     server = await startTestServer({ dialect });
-    fromDatabase = new ReadModelVersions(server.database.db);
+    let now = 0;
+    fromDatabase = new ReadModelVersions(server.database.db, { now: () => (now += POLL_MS) });
   });
   afterAll(() => server?.close());
 
@@ -78,17 +82,18 @@ describeEachDialect('version reads from the database', (dialect) => {
     expect(major(await fromDatabase.read(NAMES))).toBe(major(before) + 1);
   });
 
-  it('the gateway reads from memory only on PostgreSQL', () => {
+  it('the gateway listens for notices only on PostgreSQL', () => {
     expect(server.app.services.versions.inMemory).toBe(dialect === 'postgresql');
   });
 });
 
 /*
- * SQLite keeps the versions it read in memory and asks one number per read: the last stamp of the
- * sequence every move of a version row takes (Migration20261201000200VersionSequence). Nothing
- * else written moves it; a move by any connection does, and then only the rows stamped since are read.
+ * SQLite keeps the versions in memory and polls (src/db/versions.ts): a read more than POLL_MS after
+ * the last poll reads the stamp of the sequence every version move takes
+ * (Migration20261201000200VersionSequence) and, when it moved, only the rows stamped since; a name
+ * this process's pipeline wrote is read at once. Nothing written but a version moves the stamp.
  */
-describe('version reads on SQLite: the stamp sequence', () => {
+describe('version reads on SQLite: memory, polled', () => {
   let server: TestServer;
   const statements: string[] = [];
   beforeAll(async () => {
@@ -96,31 +101,30 @@ describe('version reads on SQLite: the stamp sequence', () => {
   });
   afterAll(() => server?.close());
 
+  const STAMP = expect.stringMatching(/select max\(seq\)/);
+  const SINCE = (rows: number) => expect.stringMatching(new RegExp(`where seq > \\?.* ${rows} results?\\]`));
+
   /** The value read, and the version statements that read it. */
   async function reading(versions: ReadModelVersions): Promise<{ value: string; ran: string[] }> {
     statements.length = 0;
     const value = await versions.read(NAMES);
     return { value, ran: statements.filter((s) => /read_model_versions/.test(s)) };
   }
+  const sql = (text: string) => server.database.db.em().getConnection().execute(text);
+  const bumpShared = () =>
+    sql(`update read_model_versions set version = version + 1 where name = 'port-ops'`);
 
-  it('reads one number while nothing moved, whatever else was written, and only the moved rows when one did', async () => {
-    const versions = new ReadModelVersions(server.database.db);
+  it('serve from memory within POLL_MS, then read the stamp and only the rows it moved', async () => {
+    let now = 0;
+    const versions = new ReadModelVersions(server.database.db, { now: () => now });
     const first = await reading(versions);
-    expect(first.ran).toEqual([
-      expect.stringMatching(/select max\(seq\)/),
-      expect.stringMatching(/where seq > \?/),
-    ]);
-    expect(await reading(versions)).toEqual({
-      value: first.value,
-      ran: [expect.stringMatching(/select max\(seq\)/)],
-    });
-    // A write that moves no version (an account's name) leaves the sequence where it was.
-    const account = server.demo.accounts[0]!.accountId;
-    const sql = (text: string, values: unknown[] = []) =>
-      server.database.db.em().getConnection().execute(text, values);
-    await sql('update accounts set name = name where id = ?', [account]);
-    expect((await reading(versions)).ran).toHaveLength(1);
-    // Another connection moves one version: both statements, the second reading that row alone.
+    expect(first.ran).toEqual([STAMP, expect.stringMatching(/where seq > \?/)]);
+    expect(await reading(versions)).toEqual({ value: first.value, ran: [] });
+    // Rows that move no version (an account's name) leave the stamp where it was.
+    await sql(`update accounts set name = name where id = '${server.demo.accounts[0]!.accountId}'`);
+    now += POLL_MS;
+    expect(await reading(versions)).toEqual({ value: first.value, ran: [STAMP] });
+    // Another writer (another connection, raw SQL) moves a version: unseen until the next poll.
     const other = await openAppDatabase(server.database.url);
     try {
       await other
@@ -130,17 +134,29 @@ describe('version reads on SQLite: the stamp sequence', () => {
     } finally {
       await other.close();
     }
+    now += POLL_MS - 1;
+    expect(await reading(versions)).toEqual({ value: first.value, ran: [] });
+    now += 1;
     const moved = await reading(versions);
     expect(major(moved.value)).toBe(major(first.value) + 1);
-    expect(moved.ran).toEqual([
-      expect.stringMatching(/select max\(seq\)/),
-      expect.stringMatching(/where seq > \? .*\b1 results?\]/),
-    ]);
-    // A version these names do not read: read, and the value stays.
+    expect(moved.ran).toEqual([STAMP, SINCE(1)]);
+    // A version these names do not read: read at the next poll, the value unchanged.
     await sql(`update read_model_versions set version = version + 1 where name = 'liquidity'`);
-    const elsewhere = await reading(versions);
-    expect(elsewhere.ran).toHaveLength(2);
-    expect(elsewhere.value).toBe(moved.value);
+    now += POLL_MS;
+    expect(await reading(versions)).toEqual({ value: moved.value, ran: [STAMP, SINCE(1)] });
+  });
+
+  it("serve a name this process's pipeline wrote from the database on its next read", async () => {
+    // The clock stands still: only the mark can send a read to the database.
+    const versions = new ReadModelVersions(server.database.db, { now: () => 0 });
+    const before = await versions.read(NAMES);
+    await bumpShared();
+    expect(await versions.read(NAMES)).toBe(before); // within POLL_MS: not heard of yet
+    versions.written([NAMES[0]]);
+    const after = await reading(versions);
+    expect(major(after.value)).toBe(major(before) + 1);
+    expect(after.ran).toEqual([STAMP, SINCE(1)]);
+    expect((await reading(versions)).ran).toEqual([]); // the mark is gone with the poll
   });
 });
 

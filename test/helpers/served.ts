@@ -23,3 +23,13 @@ export async function servedWithin<T>(
  * a loaded machine.
  */
 export const NOTICE_BOUND_MS = 2_000;
+
+/**
+ * How long a gateway may serve data from before a change that did not come through its own pipeline
+ * (raw SQL, the CLI, another process): on SQLite the poll's POLL_MS (src/db/versions.ts), on
+ * PostgreSQL the notice's latency; both with slack for a loaded machine. A write through the
+ * gateway's pipeline is served to its caller on the next request.
+ */
+export function otherWriterBoundMs(dialect: 'sqlite' | 'postgresql'): number {
+  return dialect === 'sqlite' ? 500 : NOTICE_BOUND_MS;
+}

@@ -3,7 +3,7 @@ import { openAppDatabase } from '../../src/database.js';
 import { ChangeLog } from '../../src/port-ops/changes.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { parsePrometheus, seriesValue } from '../helpers/prometheus.js';
-import { NOTICE_BOUND_MS, servedWithin } from '../helpers/served.js';
+import { otherWriterBoundMs, servedWithin } from '../helpers/served.js';
 import {
   gql,
   rest,
@@ -38,7 +38,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     sql = async (text, values = []) => (await connection.execute(text, values)) as Json[];
   });
   afterAll(() => server?.close());
-  const bound = dialect === 'sqlite' ? 0 : NOTICE_BOUND_MS;
+  const bound = otherWriterBoundMs(dialect);
 
   const accountVersion = async (): Promise<number> =>
     Number(

@@ -9,8 +9,8 @@ import { keysOf, startGatewayProcess, type GatewayProcess } from '../events/proc
 
 /*
  * A client that writes reads its write back on the very next request, through REST and GraphQL,
- * and another process sharing the database serves it too: on the next request on SQLite, once the
- * version's notice has arrived on PostgreSQL (src/db/versions.ts), also after its listening
+ * and another gateway sharing the PostgreSQL database serves it too once the version's notice has
+ * arrived (src/db/versions.ts), also after its listening
  * connection was killed. The reader has asked the same questions just before the write, so each
  * answer is kept (src/gateway/pipeline/answers.ts): the data version the write moved must make the
  * next request execute again, in every process.

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openAppDatabase } from '../../src/database.js';
 import { describeEachDialect } from '../helpers/env.js';
-import { NOTICE_BOUND_MS, servedWithin } from '../helpers/served.js';
+import { otherWriterBoundMs, servedWithin } from '../helpers/served.js';
 import { gql, rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 /*
  * Vessels and ports by id are kept per version of the shared `port-ops` data
  * (src/port-ops/reference-rows.ts). With kept answers off, so that every request executes: a repeated
  * read loads neither again, and a change by any writer (raw SQL on the server's connection, another
- * connection as another process has) is served on the next request on SQLite and once its notice
- * arrives on PostgreSQL, by GraphQL and by the REST shim alike.
+ * connection as another process has) is served after SQLite's next poll and once its notice arrives
+ * on PostgreSQL, by GraphQL and by the REST shim alike.
  */
 
 const CALLS = `{ portCalls(first: 5, status: SCHEDULED) { nodes { id vessel { imo name } port { locode name } } } }`;
@@ -34,7 +34,7 @@ describeEachDialect('vessels and ports kept per data version', (dialect) => {
   });
   afterAll(() => server?.close());
   /** On SQLite a change is served on the next request; on PostgreSQL once its notice arrives. */
-  const bound = dialect === 'sqlite' ? 0 : NOTICE_BOUND_MS;
+  const bound = otherWriterBoundMs(dialect);
 
   const calls = async (): Promise<Json[]> => {
     const answer = await gql(server.url, CALLS, { key });

@@ -35,14 +35,14 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
 
   const VERSION_READ = /from read_model_versions/;
   /**
-   * SQLite reads the data version per request, PostgreSQL keeps it in memory (src/db/versions.ts):
-   * the kept answer's version, and when the operation executes, the shared data's version the kept
-   * vessels and ports are for (src/port-ops/reference-rows.ts) and the account's version the
-   * port-call read model is for (src/port-ops/account-calls.ts; its first read of a version reads
-   * by statement, which is what these tests count).
+   * Versions are kept in memory (src/db/versions.ts): PostgreSQL hears of moves by notice, SQLite
+   * polls at most every POLL_MS (the stamp, and the rows stamped since when it moved), so a request
+   * sends at most a poll's two statements for each version it checks (the kept answer's, and
+   * when the operation executes, the shared data's for the kept vessels and ports and the
+   * account's for the port-call read model, whose first read of a version reads by statement,
+   * which is what these tests count).
    */
-  const versionReads = dialect === 'sqlite' ? 1 : 0;
-  const executedVersionReads = dialect === 'sqlite' ? 3 : 0;
+  const pollStatements = dialect === 'sqlite' ? 2 : 0;
 
   async function record(run: () => Promise<unknown>): Promise<{ domain: string[]; versions: string[] }> {
     statements.length = 0;
@@ -73,10 +73,10 @@ describeEachDialect('SQL statements of the port-call dashboard', (dialect) => {
       ).toBe(true);
     }
     expect(executed.domain.filter((s) => /from .vendors. /.test(s))).toEqual([]);
-    expect(executed.versions).toHaveLength(executedVersionReads);
+    expect(executed.versions.length).toBeLessThanOrEqual(3 * pollStatements);
     const kept = await record(run);
     expect(kept.domain, kept.domain.join('\n')).toEqual([]);
-    expect(kept.versions).toHaveLength(versionReads);
+    expect(kept.versions.length).toBeLessThanOrEqual(pollStatements);
     return executed;
   }
 

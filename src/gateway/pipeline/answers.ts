@@ -24,12 +24,11 @@ import type { AppServices } from '../schema/context.js';
  * Invalidation: a kept result serves only the version of its source it was executed at, and the
  * version is checked on every request. The version moves in the writing transaction (for port
  * operations, by triggers: every writer moves it, the CLI and another gateway process included).
- * On SQLite it is read from the database each time (kept on the connection until the file
- * changes), so a change made anywhere is served on the next request after it commits. On
- * PostgreSQL it is kept in memory from the database's notices (src/db/versions.ts): a client still
- * reads its own write on its next request (a mutation marks what its caller reads, see `written`),
- * and a change made elsewhere is served once its notice arrives. A result executed while a write
- * committed may hold data newer than its version: never older.
+ * The versions are kept in memory (src/db/versions.ts), from the database's notices on PostgreSQL
+ * and by a poll every few milliseconds on SQLite: a client reads its own write on its next request
+ * (a mutation marks what its caller reads, see `written`), and a change made elsewhere is served
+ * once its notice arrives or at the next poll. A result executed while a write committed may hold
+ * data newer than its version: never older.
  *
  * What may be kept is declared by the source as schema coordinates (`PortCall.eta`): fields whose
  * value is a function of the source's data, the caller's account and the arguments only. A field

@@ -2,15 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAppDatabase } from '../../../src/database.js';
 import { DASHBOARD_QUERY } from '../../bench/port-ops.js';
 import { describeEachDialect } from '../../helpers/env.js';
-import { NOTICE_BOUND_MS, servedWithin } from '../../helpers/served.js';
+import { otherWriterBoundMs, servedWithin } from '../../helpers/served.js';
 import { parsePrometheus, seriesValue } from '../../helpers/prometheus.js';
 import { gql, rest, startTestServer, type Json, type TestServer } from '../../helpers/server.js';
 
 /*
  * Kept answers (src/gateway/pipeline/answers.ts) seen from outside: the same answer as an execution, by
  * every door; a write through the API served on the next request; a change by any other writer (raw
- * SQL on the account's rows, on the shared registers, another connection) on the next request on
- * SQLite and once its version's notice arrives on PostgreSQL; nothing kept across accounts (an
+ * SQL on the account's rows, on the shared registers, another connection) at SQLite's next poll
+ * and once its version's notice arrives on PostgreSQL; nothing kept across accounts (an
  * admin's reads, which span accounts, are test/port-ops/graphql.e2e.test.ts's), or for an operation
  * that reads anything the source does not cover.
  */
@@ -38,7 +38,7 @@ describeEachDialect('kept answers', (dialect) => {
   });
   afterAll(() => server?.close());
   /** On SQLite a change is served on the next request; on PostgreSQL once its notice arrives. */
-  const bound = dialect === 'sqlite' ? 0 : NOTICE_BOUND_MS;
+  const bound = otherWriterBoundMs(dialect);
 
   /** A scheduled call of the institutional account, with the vessel it carries. */
   async function scheduledCall(): Promise<Json> {
