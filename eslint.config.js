@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import folderLayers from './src/bin/folder-layers.mjs';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'src/generated/', 'dist/', 'coverage/', '.tmp/'] },
+  { ignores: ['node_modules/', 'data/', 'src/generated/', 'dist/', 'dist-*/', 'coverage/', '.tmp/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
