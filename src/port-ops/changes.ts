@@ -29,8 +29,13 @@ declare module '../gateway/schema/context.js' {
 const CHANGES =
   'select version, call_id from port_ops_changes where account_id = ? and version > ? and version <= ?';
 
-/** Accounts whose moves are kept in memory, the least recently asked dropped first. */
-const MAX_ACCOUNTS = 10_000;
+/**
+ * Accounts whose moves are kept in memory, the least recently asked dropped first, and moves kept per
+ * account, the oldest dropped first: a kept answer or model is rarely more than a few moves behind,
+ * and one further behind reads its moves again (one statement). At most about 130,000 moves in all.
+ */
+const MAX_ACCOUNTS = 2_000;
+const MOVES_PER_ACCOUNT = 64;
 
 /** A move: the calls it changed, or null when it may have changed any list (or is unknown). */
 type Move = ReadonlySet<string> | null;
@@ -42,7 +47,7 @@ export function versionParts(version: string): { shared: number; account: number
 }
 
 export class ChangeLog {
-  /** Per account, the moves read so far by the version they moved to (at most KEPT_BUMPS each). */
+  /** Per account, the moves read so far by the version they moved to (at most MOVES_PER_ACCOUNT). */
   private readonly accounts = new Lru<string, Map<number, Move>>({ maxEntries: MAX_ACCOUNTS });
 
   /**
@@ -75,12 +80,12 @@ export class ChangeLog {
       const moves = this.accounts.peek(accountId) ?? new Map<number, Move>();
       // A move without a row is unknown, and stays so: its rows would have committed with it.
       for (let v = from + 1; v <= to; v++) moves.set(v, read.get(v) ?? null);
-      for (const oldest of moves.keys()) {
-        if (moves.size <= KEPT_BUMPS) break;
+      const calls = changedBetween(moves, from, to);
+      for (const oldest of [...moves.keys()].sort((a, b) => a - b)) {
+        if (moves.size <= MOVES_PER_ACCOUNT) break;
         moves.delete(oldest);
       }
       this.accounts.set(accountId, moves);
-      const calls = changedBetween(moves, from, to);
       return calls === 'unread' ? undefined : calls;
     });
   }
