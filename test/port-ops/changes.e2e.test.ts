@@ -120,7 +120,9 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     // A new order: the call's lock, the order, its history row; each a move naming the call.
     const created = await logged(async () => (orderId = await orderBunkers(call)));
     expect(created.calls).toEqual([call.id]);
-    expect(created.moves).toBeGreaterThanOrEqual(2);
+    // PostgreSQL moves an account once per transaction; SQLite once per row written.
+    if (dialect === 'postgresql') expect(created.moves).toBe(1);
+    else expect(created.moves).toBeGreaterThanOrEqual(2);
     const confirmed = await logged(() =>
       rest(server.url, `/v1/service-orders/${orderId}/status`, {
         method: 'POST',
@@ -183,6 +185,8 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     const call = await orderableCall();
     const from = await accountVersion();
     await orderBunkers(call);
+    const mid = await accountVersion();
+    await orderBunkers(call);
     const to = await accountVersion();
     const root = server.app.services.db.root;
     const log = new ChangeLog();
@@ -193,7 +197,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     };
     expect(await asked(from, to)).toEqual({ calls: [call.id], read: true });
     // Known now: a part of the range, or all of it, without a statement.
-    expect(await asked(from + 1, to)).toEqual({ calls: [call.id], read: false });
+    expect(await asked(mid, to)).toEqual({ calls: [call.id], read: false });
     expect(await asked(from, to)).toEqual({ calls: [call.id], read: false });
     expect(await asked(to, to)).toEqual({ calls: undefined, read: false });
     expect(await asked(to, from)).toEqual({ calls: undefined, read: false });

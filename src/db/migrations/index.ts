@@ -21,6 +21,7 @@ import { Migration20261128000800VersionNotices } from './Migration20261128000800
 import { Migration20261128000900StatementVersionTriggers } from './Migration20261128000900StatementVersionTriggers.js';
 import { Migration20261201000100PortOpsChanges } from './Migration20261201000100PortOpsChanges.js';
 import { Migration20261201000200VersionSequence } from './Migration20261201000200VersionSequence.js';
+import { Migration20261201000300OneMovePerTransaction } from './Migration20261201000300OneMovePerTransaction.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -52,4 +53,8 @@ export const MIGRATIONS: MigrationObject[] = [
   },
   { name: 'Migration20261201000100PortOpsChanges', class: Migration20261201000100PortOpsChanges },
   { name: 'Migration20261201000200VersionSequence', class: Migration20261201000200VersionSequence },
+  {
+    name: 'Migration20261201000300OneMovePerTransaction',
+    class: Migration20261201000300OneMovePerTransaction,
+  },
 ];
