@@ -81,10 +81,12 @@ export class ChangeLog {
       // A move without a row is unknown, and stays so: its rows would have committed with it.
       for (let v = from + 1; v <= to; v++) moves.set(v, read.get(v) ?? null);
       const calls = changedBetween(moves, from, to);
-      for (const oldest of [...moves.keys()].sort((a, b) => a - b)) {
-        if (moves.size <= MOVES_PER_ACCOUNT) break;
-        moves.delete(oldest);
-      }
+      // Ranges may be read out of order: the oldest by version, sorted only when some must go.
+      if (moves.size > MOVES_PER_ACCOUNT)
+        for (const oldest of [...moves.keys()].sort((a, b) => a - b)) {
+          if (moves.size <= MOVES_PER_ACCOUNT) break;
+          moves.delete(oldest);
+        }
       this.accounts.set(accountId, moves);
       return calls === 'unread' ? undefined : calls;
     });

@@ -33,7 +33,7 @@ describeEachDialect('vessels and ports kept per data version', (dialect) => {
     sql = (text, values = []) => connection.execute(text, values);
   });
   afterAll(() => server?.close());
-  /** On SQLite a change is served on the next request; on PostgreSQL once its notice arrives. */
+  /** A change by another writer: served after SQLite's next poll, on PostgreSQL once its notice arrives. */
   const bound = otherWriterBoundMs(dialect);
 
   const calls = async (): Promise<Json[]> => {

@@ -17,6 +17,22 @@ import { PortableMigration } from '../schema-builder.js';
  */
 export const KEPT_BUMPS = 1000;
 
+/**
+ * PostgreSQL: the function every port-ops statement trigger calls, as this migration creates it (a
+ * move per statement); Migration20261201000300OneMovePerTransaction replaces it and restores it on down.
+ */
+export const PORT_OPS_CHANGED_PER_STATEMENT = `create or replace function tidegate_port_ops_changed(account uuid, calls uuid[]) returns void as $$
+      declare moved integer;
+      begin
+        insert into read_model_versions (name, version) values ('port-ops:' || account, 1)
+          on conflict (name) do update set version = read_model_versions.version + 1
+          returning version into moved;
+        insert into port_ops_changes (account_id, version, call_id)
+          select account, moved, c from (select distinct unnest(calls) c) changed;
+        delete from port_ops_changes where account_id = account and version <= moved - ${KEPT_BUMPS};
+      end
+    $$ language plpgsql`;
+
 /** The account's version name, for a row alias (`new`, `old`, `r`). */
 const versionName = (account: string) => `'port-ops:' || ${account}`;
 
@@ -154,18 +170,7 @@ export class Migration20261201000100PortOpsChanges extends PortableMigration {
 
   private postgres(): void {
     // Bumps the account's version once and logs the calls the statement changed (NULL: any).
-    this
-      .addSql(`create or replace function tidegate_port_ops_changed(account uuid, calls uuid[]) returns void as $$
-      declare moved integer;
-      begin
-        insert into read_model_versions (name, version) values ('port-ops:' || account, 1)
-          on conflict (name) do update set version = read_model_versions.version + 1
-          returning version into moved;
-        insert into port_ops_changes (account_id, version, call_id)
-          select account, moved, c from (select distinct unnest(calls) c) changed;
-        delete from port_ops_changes where account_id = account and version <= moved - ${KEPT_BUMPS};
-      end
-    $$ language plpgsql`);
+    this.addSql(PORT_OPS_CHANGED_PER_STATEMENT);
     /*
      * Per table, the (account, call) pairs of each event, read from the statement's transition
      * tables; each branch names only the tables its event has (PL/pgSQL plans a branch when it

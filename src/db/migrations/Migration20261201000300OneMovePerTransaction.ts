@@ -1,5 +1,5 @@
 import { PortableMigration } from '../schema-builder.js';
-import { KEPT_BUMPS } from './Migration20261201000100PortOpsChanges.js';
+import { KEPT_BUMPS, PORT_OPS_CHANGED_PER_STATEMENT } from './Migration20261201000100PortOpsChanges.js';
 
 /**
  * PostgreSQL: an account's port-operations version moves once per transaction, however many of its
@@ -34,18 +34,7 @@ export class Migration20261201000300OneMovePerTransaction extends PortableMigrat
 
   override async down(): Promise<void> {
     if (!this.isPostgres) return;
-    this
-      .addSql(`create or replace function tidegate_port_ops_changed(account uuid, calls uuid[]) returns void as $$
-      declare moved integer;
-      begin
-        insert into read_model_versions (name, version) values ('port-ops:' || account, 1)
-          on conflict (name) do update set version = read_model_versions.version + 1
-          returning version into moved;
-        insert into port_ops_changes (account_id, version, call_id)
-          select account, moved, c from (select distinct unnest(calls) c) changed;
-        delete from port_ops_changes where account_id = account and version <= moved - ${KEPT_BUMPS};
-      end
-    $$ language plpgsql`);
+    this.addSql(PORT_OPS_CHANGED_PER_STATEMENT);
     this.addSql('alter table read_model_versions drop column moved_in');
   }
 }

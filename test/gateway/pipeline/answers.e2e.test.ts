@@ -37,7 +37,7 @@ describeEachDialect('kept answers', (dialect) => {
     sql = (text, values = []) => connection.execute(text, values);
   });
   afterAll(() => server?.close());
-  /** On SQLite a change is served on the next request; on PostgreSQL once its notice arrives. */
+  /** A change by another writer: served after SQLite's next poll, on PostgreSQL once its notice arrives. */
   const bound = otherWriterBoundMs(dialect);
 
   /** A scheduled call of the institutional account, with the vessel it carries. */
