@@ -1,16 +1,22 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { formatDemoCredentials, isEmpty, seedDemo } from './seed.js';
+import { formatDemoCredentials, isEmpty, prepareDatabaseApart, seedDemo } from './seed.js';
 
-/** Process entry: config → app → (demo seed on an empty database) → listen → graceful shutdown. */
+/**
+ * Process entry: config → migrations and (on an empty database) the demo seed, in a worker thread
+ * (src/seed.ts, prepareDatabaseApart) → app → listen → graceful shutdown.
+ */
 export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
   const config = loadConfig(env);
-  const app = await buildApp(config);
-  const { services } = app;
   // Subgraph processes share the whole gateway's database and leave seeding to it: several of them
   // starting on one empty database would race to seed it.
-  const seed = config.demoSeed && !config.subgraph && (await isEmpty(services.db.em()));
-  const creds = seed ? await seedDemo(services.db, services) : null;
+  const seed = config.demoSeed && !config.subgraph;
+  // An in-memory SQLite database lives on the serving connection alone: prepared there.
+  const inMemory = config.databaseUrl === ':memory:';
+  let creds = inMemory ? null : await prepareDatabaseApart(env, seed);
+  const app = await buildApp(config);
+  const { services } = app;
+  if (inMemory && seed && (await isEmpty(services.db.em()))) creds = await seedDemo(services.db, services);
   const url = await app.listen();
   // To stderr, once, with the address actually listened on: stdout carries only the JSON log.
   if (creds) process.stderr.write(formatDemoCredentials(creds, url) + '\n');
