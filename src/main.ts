@@ -1,6 +1,12 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { formatDemoCredentials, isEmpty, prepareDatabaseApart, seedDemo } from './seed.js';
+import {
+  formatDemoCredentials,
+  isEmpty,
+  preparationPending,
+  prepareDatabaseApart,
+  seedDemo,
+} from './seed.js';
 
 /**
  * Process entry: config → migrations and (on an empty database) the demo seed, in a worker thread
@@ -13,7 +19,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
   const seed = config.demoSeed && !config.subgraph;
   // An in-memory SQLite database lives on the serving connection alone: prepared there.
   const inMemory = config.databaseUrl === ':memory:';
-  let creds = inMemory ? null : await prepareDatabaseApart(env, seed);
+  const prepare = !inMemory && (await preparationPending(config.databaseUrl, seed));
+  let creds = prepare ? await prepareDatabaseApart(env, seed) : null;
   const app = await buildApp(config);
   const { services } = app;
   if (inMemory && seed && (await isEmpty(services.db.em()))) creds = await seedDemo(services.db, services);

@@ -114,6 +114,21 @@ export async function prepareDatabaseApart(
   });
 }
 
+/**
+ * Whether a start has anything for `prepareDatabaseApart` to do: a migration is pending, or `seed` is
+ * set and the database has no account. Asked on the serving thread (listing migrations allocates
+ * little); a restart on a migrated, seeded database starts no worker.
+ */
+export async function preparationPending(url: string, seed: boolean): Promise<boolean> {
+  const db = await openAppDatabase(url);
+  try {
+    if ((await db.pendingMigrations()).length > 0) return true;
+    return seed && (await isEmpty(db.em()));
+  } finally {
+    await db.close();
+  }
+}
+
 /** Imports this module (its `.ts` source under tsx, its build otherwise) and runs `prepareDatabaseHere`. */
 const PREPARE_WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');

@@ -12,7 +12,7 @@ import { ROOT } from './helpers/processes.js';
  * prepareDatabaseApart). The compiled module is what `npm start` runs, and its worker loads the
  * build as well (the global setup builds dist/ when the sources changed).
  */
-const { prepareDatabaseApart } = (await import(
+const { preparationPending, prepareDatabaseApart } = (await import(
   pathToFileURL(join(ROOT, 'dist', 'src', 'seed.js')).href
 )) as typeof Seed;
 
@@ -50,7 +50,9 @@ describeEachDialect('the database prepared in a worker thread', (dialect) => {
     expect(demo?.admin.email).toBe('admin@tidegate.local');
     expect(await counts(database.url)).toEqual({ accounts: 4, migrations: 0 });
 
-    // A second start finds accounts: nothing is seeded again, and no secret is shown.
+    // A second start finds nothing to do: it starts no worker.
+    expect(await preparationPending(database.url, true)).toBe(false);
+    // Prepared all the same, nothing is seeded again, and no secret is shown.
     expect(await prepareDatabaseApart(envFor(database.url), true)).toBeNull();
     expect((await counts(database.url)).accounts).toBe(4);
   });
@@ -58,8 +60,12 @@ describeEachDialect('the database prepared in a worker thread', (dialect) => {
   it('without the demo seed (DEMO_SEED=false, a subgraph) it only migrates', async () => {
     const database = await emptyDatabase(dialect);
     drops.push(database.drop);
+    expect(await preparationPending(database.url, false)).toBe(true);
     expect(await prepareDatabaseApart(envFor(database.url), false)).toBeNull();
     expect(await counts(database.url)).toEqual({ accounts: 0, migrations: 0 });
+    // Migrated and empty: there is work only when the demo is wanted.
+    expect(await preparationPending(database.url, false)).toBe(false);
+    expect(await preparationPending(database.url, true)).toBe(true);
   });
 });
 

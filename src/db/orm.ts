@@ -22,6 +22,8 @@ export interface Database {
   readonly root: EntityManager;
   /** Runs pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
+  /** The names of the migrations not yet applied. */
+  pendingMigrations(): Promise<string[]>;
   /** True when the database answers a trivial query. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -103,6 +105,10 @@ export async function openDatabase(url: string, options: DatabaseOptions): Promi
       if (postgres) await assertPostgresDatabase(orm, url);
       const applied = await orm.getMigrator().up();
       return applied.map((m) => m.name);
+    },
+    async pendingMigrations() {
+      if (postgres) await assertPostgresDatabase(orm, url);
+      return (await orm.getMigrator().getPendingMigrations()).map((m) => m.name);
     },
     async ping() {
       try {
