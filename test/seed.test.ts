@@ -29,8 +29,7 @@ describeEachDialect('the database prepared in a worker thread', (dialect) => {
     try {
       const knex = db.root.getConnection().getKnex();
       const [accounts] = (await knex('accounts').count({ n: '*' })) as Array<{ n: number | string }>;
-      // Nothing left to apply: the worker applied every migration.
-      return { accounts: Number(accounts!.n), migrations: (await db.migrate()).length };
+      return { accounts: Number(accounts!.n), migrations: (await db.pendingMigrations()).length };
     } finally {
       await db.close();
     }
