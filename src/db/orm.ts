@@ -1,12 +1,51 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { MikroORM, type EntityClass, type IDatabaseDriver, type Options } from '@mikro-orm/core';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  MikroORM,
+  type EntityClass,
+  type EventSubscriber,
+  type IDatabaseDriver,
+  type Options,
+  type TransactionEventArgs,
+} from '@mikro-orm/core';
 import type { Constructor } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/knex';
+import type { EntityManager, Knex } from '@mikro-orm/knex';
 import { Migrator } from '@mikro-orm/migrations';
 import { isPostgresUrl } from '../config.js';
 import { MIGRATIONS } from './migrations/index.js';
+import { sqliteWriteLockSql, takeSqliteWriteLock } from './prepared.js';
+
+/** The migrations' own table: present in every migrated database, touched by no trigger. */
+const MIGRATIONS_TABLE = 'schema_migrations';
+/** The first statement of every ORM transaction on a SQLite file (`WriteLockFirst`). */
+export const SQLITE_WRITE_LOCK = sqliteWriteLockSql(MIGRATIONS_TABLE);
+
+/** Set while `readingTransaction` starts a transaction that only reads. */
+const reading = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `work`, whose transaction only reads (a consistent snapshot of several tables), without
+ * the write lock every other SQLite transaction takes first (`WriteLockFirst`): a long read would
+ * otherwise hold another process's writes back.
+ */
+export function readingTransaction<T>(work: () => Promise<T>): Promise<T> {
+  return reading.run(true, work);
+}
+
+/**
+ * On a SQLite file, every transaction the ORM begins (`em.transactional`) takes the write lock
+ * as its first statement, so a read inside it can never be older than the write after it: see
+ * `takeSqliteWriteLock` and [README.md](README.md#concurrent-writers). The migrator's
+ * transactions begin without the ORM's events and keep SQLite's default.
+ */
+class WriteLockFirst implements EventSubscriber {
+  async afterTransactionStart({ em, transaction }: TransactionEventArgs): Promise<void> {
+    if (reading.getStore()) return;
+    await takeSqliteWriteLock(em as EntityManager, transaction as Knex.Transaction, MIGRATIONS_TABLE);
+  }
+}
 
 export type Dialect = 'sqlite' | 'postgresql';
 
@@ -62,10 +101,12 @@ export function ormOptions(
       transactional: true,
       allOrNothing: true,
       snapshot: false,
-      tableName: 'schema_migrations',
+      tableName: MIGRATIONS_TABLE,
       silent: true,
     },
     discovery: { warnWhenNoEntities: false },
+    // One connection in memory: no other can commit between a transaction's read and its write.
+    subscribers: postgres || url === ':memory:' ? [] : [new WriteLockFirst()],
     forceUtcTimezone: true,
     allowGlobalContext: false,
     ensureDatabase: false,

@@ -348,8 +348,9 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
     pg: (result: { rows: unknown[]; fields: Array<{ name: string }> }, statement: PgStatement) => R;
     sqlite: (connection: object) => R;
   },
+  transaction?: Knex.Transaction,
 ): Promise<R> {
-  const trx = em.getTransactionContext<Knex.Transaction>();
+  const trx = transaction ?? em.getTransactionContext<Knex.Transaction>();
   const client = trx ? trx.client : em.getKnex().client;
   const started = Date.now();
   // knex's client types its connections as `any`; they are the driver's connections.
@@ -680,26 +681,59 @@ interface SqliteWrite {
 /** Write statements prepared on each SQLite connection, by SQL text. */
 const sqliteWrites = new WeakMap<object, Lru<string, SqliteWrite>>();
 
-/** Runs a write on the transaction's connection, prepared once per connection; the rows it changed. */
-async function write(em: EntityManager, sql: string, values: unknown[]): Promise<number> {
-  const result = await onPooledConnection(em, sql, values, {
-    pg: (result) => ({ items: [], changed: (result as { rowCount?: number | null }).rowCount ?? 0 }),
-    sqlite: (connection) => {
-      let statements = sqliteWrites.get(connection);
-      if (!statements)
-        sqliteWrites.set(
-          connection,
-          (statements = new Lru<string, SqliteWrite>({ maxEntries: MAX_STATEMENTS })),
-        );
-      let statement = statements.get(sql);
-      if (!statement) {
-        statement = (connection as { prepare(sql: string): SqliteWrite }).prepare(sql);
-        statements.set(sql, statement);
-      }
-      return { items: [], changed: statement.run(...values.map(sqliteValue)).changes };
+/**
+ * Runs a write on the transaction's connection (`em`'s, or `transaction`), prepared once per
+ * connection; the rows it changed.
+ */
+async function write(
+  em: EntityManager,
+  sql: string,
+  values: unknown[],
+  transaction?: Knex.Transaction,
+): Promise<number> {
+  const result = await onPooledConnection(
+    em,
+    sql,
+    values,
+    {
+      pg: (result) => ({ items: [], changed: (result as { rowCount?: number | null }).rowCount ?? 0 }),
+      sqlite: (connection) => {
+        let statements = sqliteWrites.get(connection);
+        if (!statements)
+          sqliteWrites.set(
+            connection,
+            (statements = new Lru<string, SqliteWrite>({ maxEntries: MAX_STATEMENTS })),
+          );
+        let statement = statements.get(sql);
+        if (!statement) {
+          statement = (connection as { prepare(sql: string): SqliteWrite }).prepare(sql);
+          statements.set(sql, statement);
+        }
+        return { items: [], changed: statement.run(...values.map(sqliteValue)).changes };
+      },
     },
-  });
+    transaction,
+  );
   return result.changed;
+}
+
+/** The write of no rows that `takeSqliteWriteLock` runs on `table`. */
+export const sqliteWriteLockSql = (table: string): string => `update "${table}" set "id" = "id" where 0`;
+
+/**
+ * SQLite: makes the transaction `transaction` that has just begun a write transaction before it
+ * reads anything, by a write of no rows to `table` (an update `where 0` still takes the database's
+ * write lock). A transaction that reads first holds a snapshot: if another connection commits
+ * before its first write, that write fails at once with `SQLITE_BUSY_SNAPSHOT`, without waiting.
+ * Taken first, the lock waits (busy_timeout) for the other writer to commit, and every read after
+ * it sees that commit.
+ */
+export async function takeSqliteWriteLock(
+  em: EntityManager,
+  transaction: Knex.Transaction,
+  table: string,
+): Promise<void> {
+  await write(em, sqliteWriteLockSql(table), [], transaction);
 }
 
 /** Prefix of the joined row's columns in `preparedInJoined`: no entity names a column so. */

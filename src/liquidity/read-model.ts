@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Database } from '../db/orm.js';
+import { readingTransaction, type Database } from '../db/orm.js';
 import { knexIn } from '../db/knex.js';
 import { findPlain } from '../db/plain.js';
 import { readVersion, type ReadModelVersions } from '../db/versions.js';
@@ -273,10 +273,10 @@ export class Published {
       );
     };
     // READ COMMITTED (PostgreSQL's default) gives each statement its own snapshot; a SQLite
-    // transaction reads one snapshot anyway.
+    // transaction reads one snapshot anyway, and this one takes no write lock.
     return db.dialect === 'postgresql'
       ? em.transactional(work, { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true })
-      : em.transactional(work);
+      : readingTransaction(() => em.transactional(work));
   }
 }
 

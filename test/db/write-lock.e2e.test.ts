@@ -1,0 +1,88 @@
+import { Worker } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SQLITE_WRITE_LOCK } from '../../src/db/orm.js';
+import { rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
+
+/*
+ * Two connections writing one SQLite file (a gateway and the CLI, or two gateways): every
+ * transaction the ORM begins takes the write lock first (src/db/orm.ts, `WriteLockFirst`), so one
+ * that reads and then writes waits for the other writer's commit instead of failing at its write
+ * with SQLITE_BUSY_SNAPSHOT. The other writer here is a worker thread: the gateway's wait for the
+ * lock is synchronous (better-sqlite3), so a writer on the test's own thread could never commit.
+ */
+
+/**
+ * Another connection that takes the write lock, writes a row the gateway's transaction reads,
+ * holds the lock for `holdMs` and commits. Resolves once it holds the lock; `done` when it has
+ * committed (with the error it met, if any).
+ */
+async function otherWriter(file: string, orderId: string, holdMs: number): Promise<{ done: Promise<void> }> {
+  const worker = new Worker(
+    `
+    const { workerData, parentPort } = require('node:worker_threads');
+    const Database = require('better-sqlite3');
+    const db = new Database(workerData.file, { timeout: 5000 });
+    db.exec('begin immediate');
+    db.prepare('update service_orders set updated_at = updated_at + 1 where id = ?').run(workerData.orderId);
+    parentPort.postMessage('locked');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
+    db.exec('commit');
+    db.close();
+    parentPort.postMessage('committed');
+    `,
+    { eval: true, workerData: { file, orderId, holdMs } },
+  );
+  const messages: string[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    worker.on('message', (m: string) => messages.push(m));
+    worker.on('error', reject);
+    worker.on('exit', (code) =>
+      code === 0 && messages.includes('committed') ? resolve() : reject(new Error(`writer exited ${code}`)),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', () => resolve());
+    worker.once('error', reject);
+  });
+  return { done };
+}
+
+describe('SQLite write transactions beside another writer', () => {
+  let server: TestServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('waits for the other connection to commit, then reads what it wrote and writes', async () => {
+    const queries: string[] = [];
+    server = await startTestServer({ dialect: 'sqlite', onQuery: (sql) => queries.push(sql) });
+    const key = server.key('INSTITUTIONAL');
+    const listed = await rest(server.url, '/v1/service-orders?status=REQUESTED&limit=1', { key });
+    const order = (listed.body.data as Json[])[0]!;
+    const { done } = await otherWriter(server.database.url, order.id as string, 300);
+
+    // Reads the order, then writes its move: the other connection commits in between.
+    const moved = await rest(server.url, `/v1/service-orders/${order.id}/status`, {
+      method: 'POST',
+      key,
+      body: { status: 'CONFIRMED' },
+    });
+    await done;
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.status).toBe('CONFIRMED');
+    expect(queries.some((q) => q.includes(SQLITE_WRITE_LOCK))).toBe(true);
+  });
+
+  it('lets a transaction that only reads take no write lock', async () => {
+    const queries: string[] = [];
+    server = await startTestServer({ dialect: 'sqlite', onQuery: (sql) => queries.push(sql) });
+    queries.length = 0;
+    // The liquidity read model loads its snapshot, on its first read, in a reading transaction.
+    expect((await rest(server.url, '/v1/market', { key: server.key('INSTITUTIONAL') })).status).toBe(200);
+    const load = queries.findIndex((q) => q.includes('from `liquidity_protocols`'));
+    const began = queries.slice(0, load).findLastIndex((q) => /^\[query\] begin\b/.test(q));
+    expect(began, queries.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(queries.slice(began, load)).not.toContainEqual(expect.stringContaining(SQLITE_WRITE_LOCK));
+  });
+});
