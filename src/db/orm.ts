@@ -43,7 +43,15 @@ export function readingTransaction<T>(work: () => Promise<T>): Promise<T> {
 class WriteLockFirst implements EventSubscriber {
   async afterTransactionStart({ em, transaction }: TransactionEventArgs): Promise<void> {
     if (reading.getStore()) return;
-    await takeSqliteWriteLock(em as EntityManager, transaction as Knex.Transaction, MIGRATIONS_TABLE);
+    const trx = transaction as Knex.Transaction;
+    try {
+      await takeSqliteWriteLock(em as EntityManager, trx, MIGRATIONS_TABLE);
+    } catch (error) {
+      // The ORM has not handed the transaction to anyone yet: ended here, or it would keep the
+      // connection (SQLite's pool has one) open for ever. The lock's error is the one to report.
+      await trx.rollback().catch(() => undefined);
+      throw error;
+    }
   }
 }
 

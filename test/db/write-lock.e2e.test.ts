@@ -74,6 +74,29 @@ describe('SQLite write transactions beside another writer', () => {
     expect(queries.some((q) => q.includes(SQLITE_WRITE_LOCK))).toBe(true);
   });
 
+  it('answers 503 when the other writer holds the lock past busy_timeout, and the next write goes through', async () => {
+    server = await startTestServer({ dialect: 'sqlite' });
+    const key = server.key('INSTITUTIONAL');
+    const listed = await rest(server.url, '/v1/service-orders?status=REQUESTED&limit=1', { key });
+    const order = (listed.body.data as Json[])[0]!;
+    const move = () =>
+      rest(server!.url, `/v1/service-orders/${order.id}/status`, {
+        method: 'POST',
+        key,
+        body: { status: 'CONFIRMED' },
+      });
+    // busy_timeout is 5 s (src/db/orm.ts): the lock is held a second longer.
+    const { done } = await otherWriter(server.database.url, order.id as string, 6_000);
+    const refused = await move();
+    await done;
+    expect(refused.status, refused.text).toBe(503);
+    expect(refused.body.error.code).toBe('SERVICE_UNAVAILABLE');
+    // The failed lock ended its transaction: the pool's one connection is free again.
+    const moved = await move();
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.status).toBe('CONFIRMED');
+  });
+
   it('lets a transaction that only reads take no write lock', async () => {
     const queries: string[] = [];
     server = await startTestServer({ dialect: 'sqlite', onQuery: (sql) => queries.push(sql) });
