@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   MikroORM,
   type EntityClass,
@@ -22,27 +21,31 @@ const MIGRATIONS_TABLE = 'schema_migrations';
 /** The first statement of every ORM transaction on a SQLite file (`WriteLockFirst`). */
 export const SQLITE_WRITE_LOCK = sqliteWriteLockSql(MIGRATIONS_TABLE);
 
-/** Set while `readingTransaction` starts a transaction that only reads. */
-const reading = new AsyncLocalStorage<true>();
-
 /**
- * Runs `work`, whose transaction only reads (a consistent snapshot of several tables), without
- * the write lock every other SQLite transaction takes first (`WriteLockFirst`): a long read would
- * otherwise hold another process's writes back.
+ * Runs `work` in a transaction that only reads (one snapshot of several tables), begun on the
+ * connection itself, as the migrator begins its own: the ORM's transaction events do not see it,
+ * so on SQLite it takes no write lock (`WriteLockFirst`), which would hold another process's
+ * writes back for as long as a long read runs.
  */
-export function readingTransaction<T>(work: () => Promise<T>): Promise<T> {
-  return reading.run(true, work);
+export function readingTransaction<T>(
+  em: EntityManager,
+  work: (tx: EntityManager) => Promise<T>,
+): Promise<T> {
+  return em.getConnection().transactional(async (trx) => {
+    const tx = em.fork();
+    tx.setTransactionContext(trx);
+    return work(tx);
+  });
 }
 
 /**
  * On a SQLite file, every transaction the ORM begins (`em.transactional`) takes the write lock
  * as its first statement, so a read inside it can never be older than the write after it: see
- * `takeSqliteWriteLock` and [README.md](README.md#concurrent-writers). The migrator's
- * transactions begin without the ORM's events and keep SQLite's default.
+ * `takeSqliteWriteLock` and [README.md](README.md#concurrent-writers). Transactions begun on the
+ * connection itself (the migrator's, `readingTransaction`) raise no ORM events and keep SQLite's default.
  */
 class WriteLockFirst implements EventSubscriber {
   async afterTransactionStart({ em, transaction }: TransactionEventArgs): Promise<void> {
-    if (reading.getStore()) return;
     const trx = transaction as Knex.Transaction;
     try {
       await takeSqliteWriteLock(em as EntityManager, trx, MIGRATIONS_TABLE);

@@ -276,7 +276,7 @@ export class Published {
     // transaction reads one snapshot anyway, and this one takes no write lock.
     return db.dialect === 'postgresql'
       ? em.transactional(work, { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true })
-      : readingTransaction(() => em.transactional(work));
+      : readingTransaction(em, work);
   }
 }
 
