@@ -28,7 +28,15 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -158,6 +166,8 @@ async function freePort(): Promise<number> {
 interface BenchDatabase {
   url: string;
   drop: () => Promise<void>;
+  /** PostgreSQL on this machine: its postmaster's pid, so the server's CPU per request can be read. */
+  postmaster?: number;
 }
 
 async function openBenchDatabase(dir: string): Promise<BenchDatabase> {
@@ -181,13 +191,34 @@ async function openBenchDatabase(dir: string): Promise<BenchDatabase> {
   const url = new URL(POSTGRES);
   url.pathname = `/${name}`;
   console.error(`  PostgreSQL database ${name} created`);
+  const postmaster = await localPostmaster(url.toString());
   return {
     url: url.toString(),
+    ...(postmaster !== undefined ? { postmaster } : {}),
     drop: async () => {
       await onAdmin(`drop database if exists ${name} with (force)`);
       console.error(`  PostgreSQL database ${name} dropped`);
     },
   };
+}
+
+/**
+ * The pid of the PostgreSQL server's postmaster when it runs on this machine (a loopback host whose
+ * backend's /proc entry can be read): the parent of this connection's backend. Undefined otherwise.
+ */
+async function localPostmaster(url: string): Promise<number | undefined> {
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname)) return undefined;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const parent = procStat(rows[0]!.pid)?.[1];
+    return parent === undefined ? undefined : Number(parent);
+  } catch {
+    return undefined;
+  } finally {
+    await client.end();
+  }
 }
 
 interface Server {
@@ -320,6 +351,8 @@ interface Sample {
   non2xx: number;
   /** CPU time (user + system, every thread) of the answering process per request, in µs. */
   cpuUs?: number;
+  /** CPU time of the whole local PostgreSQL server (every backend and helper process) per request, in µs. */
+  databaseCpuUs?: number;
 }
 
 interface Row extends Sample {
@@ -344,10 +377,11 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function measure(keys: Keys, p: Probe, seconds: number): Promise<Sample> {
+async function measure(keys: Keys, p: Probe, seconds: number, postmaster?: number): Promise<Sample> {
   const s = p.scenario;
   const next = p.next;
   const cpuBefore = cpuTicks(p.pid);
+  const databaseBefore = serverTicks(postmaster);
   const result = await autocannon({
     url: p.url + p.path,
     method: s.method,
@@ -367,10 +401,13 @@ async function measure(keys: Keys, p: Probe, seconds: number): Promise<Sample> {
     duration: seconds,
   });
   const cpuAfter = cpuTicks(p.pid);
-  const cpuUs =
-    cpuBefore !== undefined && cpuAfter !== undefined && result.requests.total > 0
-      ? ((cpuAfter - cpuBefore) * 1e6) / CLOCK_TICKS / result.requests.total
+  const databaseAfter = serverTicks(postmaster);
+  const perRequest = (before: number | undefined, after: number | undefined) =>
+    before !== undefined && after !== undefined && result.requests.total > 0
+      ? ((after - before) * 1e6) / CLOCK_TICKS / result.requests.total
       : undefined;
+  const cpuUs = perRequest(cpuBefore, cpuAfter);
+  const databaseCpuUs = perRequest(databaseBefore, databaseAfter);
   return {
     name: p.name,
     rps: result.requests.average,
@@ -379,6 +416,7 @@ async function measure(keys: Keys, p: Probe, seconds: number): Promise<Sample> {
     errors: result.errors,
     non2xx: result.non2xx,
     ...(cpuUs !== undefined ? { cpuUs } : {}),
+    ...(databaseCpuUs !== undefined ? { databaseCpuUs } : {}),
   };
 }
 
@@ -397,14 +435,36 @@ const CLOCK_TICKS = (() => {
  * machine the load generator takes CPU from the server: req/s move with it, a request's CPU much less.
  */
 function cpuTicks(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+  const fields = pid === undefined ? undefined : procStat(pid);
+  return fields && Number(fields[11]) + Number(fields[12]);
+}
+
+/** The fields of /proc/<pid>/stat from the state on (index 0 is field 3), or undefined. */
+function procStat(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A local PostgreSQL server's CPU time so far in clock ticks: the postmaster's own and that of the
+ * children it has reaped (fields 14–17: backends of closed connections, autovacuum workers), plus that
+ * of its live children (backends, WAL writer, checkpointer). Every database on the server counts; the
+ * bench's is the only one at work.
+ */
+function serverTicks(postmaster: number | undefined): number | undefined {
+  const own = postmaster === undefined ? undefined : procStat(postmaster);
+  if (!own) return undefined;
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = procStat(Number(entry));
+    if (fields && Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks;
 }
 
 /** The kept-answer counters of a gateway (`tidegate_answer_cache_total` by outcome, all sources). */
@@ -598,12 +658,12 @@ async function main(): Promise<void> {
     const shares = new Map<string, number[]>(probes.map((p) => [p.name, []]));
     const compared = new Map<string, number[]>(probes.map((p) => [p.name, []]));
     const counted = new Map<string, Record<string, number>>();
-    for (const p of probes) await measure(keys, p, 2); // warm-up: JIT, caches, pools
+    for (const p of probes) await measure(keys, p, 2, database.postmaster); // warm-up: JIT, caches, pools
     for (let round = 1; round <= ROUNDS; round++) {
       const thisRound = new Map<string, Sample>();
       for (const p of probes) {
         const before = p.counters ? await answerCounters(p.counters) : undefined;
-        const sample = await measure(keys, p, seconds);
+        const sample = await measure(keys, p, seconds, database.postmaster);
         if (p.counters && before) {
           const after = await answerCounters(p.counters);
           const sum = counted.get(p.name) ?? {};
@@ -640,6 +700,9 @@ async function main(): Promise<void> {
         p50: median(rounds.map((x) => x.p50)),
         p99: median(rounds.map((x) => x.p99)),
         ...(rounds.every((x) => x.cpuUs !== undefined) ? { cpuUs: median(rounds.map((x) => x.cpuUs!)) } : {}),
+        ...(rounds.every((x) => x.databaseCpuUs !== undefined)
+          ? { databaseCpuUs: median(rounds.map((x) => x.databaseCpuUs!)) }
+          : {}),
         errors: rounds.reduce((k, x) => k + x.errors, 0),
         non2xx: rounds.reduce((k, x) => k + x.non2xx, 0),
         ...(r.length > 0 ? { share: median(r), shareMin: Math.min(...r), shareMax: Math.max(...r) } : {}),
@@ -681,10 +744,12 @@ async function main(): Promise<void> {
   console.log(
     `\nMachine: ${cpus().length} × ${cpu}, Node ${process.version}; database: ${DIALECT}; server: node ${[...SERVER_FLAGS, SERVER_ENTRY].join(' ')}; ${CONNECTIONS} connections, ${ROUNDS} rounds × ${seconds} s per scenario; medians over rounds\n`,
   );
+  // PostgreSQL on this machine: its CPU per request beside the gateway's (on SQLite it is the gateway's).
+  const withDatabase = rows.some((r) => r.databaseCpuUs !== undefined);
   console.log(
-    '| scenario | req/s | p50 ms | p99 ms | server CPU µs/req | share of its ceiling (median of rounds; lowest–highest) |',
+    `| scenario | req/s | p50 ms | p99 ms | server CPU µs/req |${withDatabase ? ' PostgreSQL CPU µs/req |' : ''} share of its ceiling (median of rounds; lowest–highest) |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|');
+  console.log(`|---|---:|---:|---:|---:|${withDatabase ? '---:|' : ''}---:|`);
   for (const r of rows) {
     const flag = r.errors || r.non2xx ? ` (errors ${r.errors}, non-2xx ${r.non2xx})` : '';
     const p = byName.get(r.name)!;
@@ -694,8 +759,11 @@ async function main(): Promise<void> {
         ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
         : '';
     const cpuText = r.cpuUs !== undefined ? r.cpuUs.toFixed(0) : '—';
+    const databaseText = !withDatabase
+      ? ''
+      : ` ${p.kind.endsWith('ceiling') || r.databaseCpuUs === undefined ? '—' : r.databaseCpuUs.toFixed(0)} |`;
     console.log(
-      `| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${cpuText} | ${share}${kept} |`,
+      `| ${r.name}${flag} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${cpuText} |${databaseText} ${share}${kept} |`,
     );
   }
   const anchors = rows.filter((r) => r.compared !== undefined);
