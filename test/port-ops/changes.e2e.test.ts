@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openAppDatabase } from '../../src/database.js';
+import { KEPT_BUMPS } from '../../src/db/migrations/Migration20261201000100PortOpsChanges.js';
+import { PRUNE_EVERY } from '../../src/db/migrations/Migration20261204000100PruneChangeLog.js';
 import { ChangeLog } from '../../src/port-ops/changes.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { parsePrometheus, seriesValue } from '../helpers/prometheus.js';
@@ -212,6 +214,35 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     const last = await accountVersion();
     expect(await asked(to + 1, last)).toEqual({ calls: [call.id], read: true });
     expect(await asked(from, last)).toEqual({ calls: undefined, read: false });
+  });
+
+  it(`keeps the last ${KEPT_BUMPS} moves of an account and drops older ones`, async () => {
+    const [order] = await sql('select id, port_call_id from service_orders where account_id = ? limit 1', [
+      accountId,
+    ]);
+    // SQLite drops the oldest row on every move; PostgreSQL drops them once every PRUNE_EVERY moves.
+    const slack = dialect === 'postgresql' ? PRUNE_EVERY : 0;
+    const start = await accountVersion();
+    // Past a prune, and far enough that every move before `start` is older than the log keeps.
+    for (let i = 0; i < KEPT_BUMPS + 2 * PRUNE_EVERY; i++)
+      await sql('update service_orders set details = details where id = ?', [order!.id]);
+    const now = await accountVersion();
+    expect(now - start).toBe(KEPT_BUMPS + 2 * PRUNE_EVERY);
+    const [kept] = await sql(
+      'select min(version) as oldest, count(distinct version) as moves from port_ops_changes where account_id = ?',
+      [accountId],
+    );
+    expect(Number(kept!.oldest)).toBeLessThanOrEqual(now - KEPT_BUMPS + 1);
+    expect(Number(kept!.oldest)).toBeGreaterThan(now - KEPT_BUMPS - slack);
+    expect(Number(kept!.moves), 'no move missing in between').toBe(now - Number(kept!.oldest) + 1);
+    // Every one of the last KEPT_BUMPS moves has its row: a range that long is still told.
+    const told = await new ChangeLog().callsChanged(
+      server.app.services.db.root,
+      accountId,
+      now - KEPT_BUMPS,
+      now,
+    );
+    expect(told && [...told]).toEqual([order!.port_call_id]);
   });
 
   it('carries a kept list over a write to a call it does not show, and executes the one that shows it', async () => {

@@ -22,6 +22,7 @@ import { Migration20261128000900StatementVersionTriggers } from './Migration2026
 import { Migration20261201000100PortOpsChanges } from './Migration20261201000100PortOpsChanges.js';
 import { Migration20261201000200VersionSequence } from './Migration20261201000200VersionSequence.js';
 import { Migration20261201000300OneMovePerTransaction } from './Migration20261201000300OneMovePerTransaction.js';
+import { Migration20261204000100PruneChangeLog } from './Migration20261204000100PruneChangeLog.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -57,4 +58,5 @@ export const MIGRATIONS: MigrationObject[] = [
     name: 'Migration20261201000300OneMovePerTransaction',
     class: Migration20261201000300OneMovePerTransaction,
   },
+  { name: 'Migration20261204000100PruneChangeLog', class: Migration20261204000100PruneChangeLog },
 ];
