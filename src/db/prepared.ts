@@ -555,27 +555,30 @@ export async function preparedIn<T extends object>(
 
 /**
  * Locks the one row of `entity` that `where` matches until the transaction ends, and reads it, in
- * one statement: `update … set <column> = <column> where … returning *`. Nothing changes, but a
- * concurrent writer of the row now waits for this transaction (works alike on SQLite and
- * PostgreSQL), and the row read is the row locked: no other write can come between the read and
- * the lock. Undefined when no row matches. The row is a plain snapshot (src/db/plain.ts). Only
- * inside a transaction: outside one the lock would end with the statement.
+ * one statement: on PostgreSQL `select … for no key update` (the lock an update of a non-key
+ * column takes: a concurrent writer or deleter of the row waits for this transaction, a new row
+ * that refers to it does not); on SQLite a plain read, the transaction having taken the
+ * database's write lock as its first statement (`WriteLockFirst`, src/db/orm.ts; in memory there
+ * is one connection). The row read is the row locked: no other write can come between the read
+ * and the lock. Nothing is written, so no trigger fires and no version moves: a lock before a
+ * write of the row's data used to move its account's version once more for nothing. Undefined
+ * when no row matches. The row is a plain snapshot (src/db/plain.ts). Only inside a transaction:
+ * outside one the lock would end with the statement.
  */
 export async function preparedLock<T extends object>(
   em: EntityManager,
   entity: EntityClass<T>,
   where: Record<string, unknown>,
-  column: string,
 ): Promise<T | undefined> {
   if (!em.getTransactionContext()) throw new Error(`preparedLock(${entity.name}) outside a transaction`);
   const meta = em.getMetadata().get(entity.name);
   const { shape, values } = termsOf(meta, where);
   if (shape.length === 0) throw new Error(`preparedLock(${entity.name}) without a condition`);
-  const key = `lock|${meta.tableName}|${column}|${shape.join('&')}`;
+  const postgres = (em.getKnex().client as { dialect?: string }).dialect === 'postgresql';
+  const key = `lock|${postgres ? 'pg' : 'sqlite'}|${meta.tableName}|${shape.join('&')}`;
   let sql = texts.get(key);
   if (!sql) {
-    const written = columnOf(meta, column);
-    sql = `update "${meta.tableName}" set ${written} = ${written} where ${shape.join(' and ')} returning *`;
+    sql = `select * from "${meta.tableName}" where ${shape.join(' and ')}${postgres ? ' for no key update' : ''}`;
     texts.set(key, sql);
   }
   return (await read(em, entityReader(em, entity, meta), sql, values)).items[0];

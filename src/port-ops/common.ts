@@ -114,15 +114,14 @@ export async function guardedUpdate<T extends object>(
 }
 
 /**
- * Locks a port call's row until commit and reads it, in one statement that writes its own status
- * back (src/db/prepared.ts, `preparedLock`), so it cannot be moved or deleted between the caller's
- * checks and writes (works alike on SQLite and PostgreSQL). With a principal, the call must be
- * theirs (404 otherwise); without one, `id` comes from a row the caller was already allowed to read.
- * The call is a plain snapshot, outside the identity map.
+ * Locks a port call's row until commit and reads it, in one statement (src/db/prepared.ts,
+ * `preparedLock`), so it cannot be moved or deleted between the caller's checks and writes. With a
+ * principal, the call must be theirs (404 otherwise); without one, `id` comes from a row the caller
+ * was already allowed to read. The call is a plain snapshot, outside the identity map.
  */
 export async function lockPortCall(tx: EntityManager, id: string, principal?: Principal): Promise<PortCall> {
   if (!isUuid(id)) throw notFound('PortCall', id);
-  const call = await preparedLock(tx, PortCall, { id, ...(principal ? tenant(principal) : {}) }, 'status');
+  const call = await preparedLock(tx, PortCall, { id, ...(principal ? tenant(principal) : {}) });
   if (!call) throw notFound('PortCall', id);
   return call;
 }
