@@ -119,7 +119,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
   it('logs each move with the call whose own data changed, or none where any list may have changed', async () => {
     const call = await orderableCall();
     let orderId = '';
-    // A new order: the call's lock, the order, its history row; each a move naming the call.
+    // A new order: the order and its history row, each naming the call (the call's lock writes nothing).
     const created = await logged(async () => (orderId = await orderBunkers(call)));
     expect(created.calls).toEqual([call.id]);
     // PostgreSQL moves an account once per transaction; SQLite once per row written.
