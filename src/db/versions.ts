@@ -93,9 +93,13 @@ export class ReadModelVersions {
   private stamp = -1;
   /** SQLite: when the stamp was last read (the monotonic clock's milliseconds). */
   private polledAt = -Infinity;
-  /** Names a mutation of this process wrote since their last read from the database. */
-  private readonly writtenHere = new Set<string>();
-  /** Moves with every `written`: a database read that started before it must not clear its marks. */
+  /**
+   * Names a mutation of this process wrote since their last read from the database, each with the
+   * count of `written` calls at its latest mark: a database read that began before that mark must
+   * not clear it, one that began after it clears it whatever other names were marked meanwhile.
+   */
+  private readonly writtenHere = new Map<string, number>();
+  /** Moves with every `written`. */
   private writes = 0;
   private client: PgClient | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -160,8 +164,10 @@ export class ReadModelVersions {
     return andThen(preparedRows(this.db.root, VERSIONS_OF_TWO, [...names]), (rows) => {
       const read = new Map(rows.map((r) => [r.name as string, Number(r.version)]));
       if (this.listening) {
-        for (const name of names) this.hear(name, read.get(name) ?? 0);
-        if (writes === this.writes) for (const name of names) this.writtenHere.delete(name);
+        for (const name of names) {
+          this.hear(name, read.get(name) ?? 0);
+          this.clearMark(name, writes);
+        }
       }
       return joined(names, (name) => read.get(name) ?? 0);
     });
@@ -175,7 +181,7 @@ export class ReadModelVersions {
     const writes = this.writes;
     const done = () => {
       this.polledAt = Math.max(this.polledAt, at);
-      if (writes === this.writes) this.writtenHere.clear();
+      for (const name of [...this.writtenHere.keys()]) this.clearMark(name, writes);
     };
     return andThen(preparedRows(this.db.root, LAST_STAMP, []), ([last]) => {
       if (Number(last?.seq ?? -1) === this.stamp) return done();
@@ -195,8 +201,14 @@ export class ReadModelVersions {
    * notice (PostgreSQL) or of the poll (SQLite).
    */
   written(names: readonly string[]): void {
-    for (const name of names) this.writtenHere.add(name);
     this.writes++;
+    for (const name of names) this.writtenHere.set(name, this.writes);
+  }
+
+  /** Clears `name`'s mark when a read that began once `written` had been called `writes` times covers it. */
+  private clearMark(name: string, writes: number): void {
+    const marked = this.writtenHere.get(name);
+    if (marked !== undefined && marked <= writes) this.writtenHere.delete(name);
   }
 
   /** On PostgreSQL, starts listening for version notices; elsewhere nothing. Never fails: a failure retries. */

@@ -120,6 +120,15 @@ export const portOpsAnswers: AnswerSource = {
   // An admin reads every account's rows (common.ts `tenant`): its answers are not kept.
   scopeOf: (principal) => (isAdmin(principal) ? undefined : principal.accountId),
   version: (services, accountId) => services.versions.read(portOpsVersionNames(accountId)),
-  // An admin writes across accounts, but reads nothing kept: its own account stands for it.
-  written: (services, principal) => services.versions.written(portOpsVersionNames(principal.accountId)),
+  /*
+   * A tenant's mutation writes its own account's rows only: the shared registers (vessels, ports)
+   * have admins as their only writers through the pipeline. Marking the shared version on every
+   * tenant's write sent every account's next read here to the database. An admin writes across
+   * accounts and the registers, but reads nothing kept: its mark of the shared version makes
+   * every account's next read here see what it wrote.
+   */
+  written: (services, principal) =>
+    services.versions.written(
+      isAdmin(principal) ? portOpsVersionNames(principal.accountId) : [`port-ops:${principal.accountId}`],
+    ),
 };

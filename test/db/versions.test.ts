@@ -284,6 +284,29 @@ describeWithPostgres('version reads from memory on PostgreSQL', () => {
     expect(typeof versions.read(NAMES)).toBe('string');
   });
 
+  it('clear a mark with the first read begun after it, whatever other names are marked meanwhile', async () => {
+    await servedWithin(
+      () => versions.read(NAMES),
+      (v) => typeof v === 'string',
+      2_000,
+    );
+    versions.written([NAMES[1]]);
+    const read = versions.read(NAMES);
+    expect(read).toBeInstanceOf(Promise);
+    versions.written(['port-ops:another-account']); // another tenant's write while the read runs
+    await read;
+    expect(typeof versions.read(NAMES)).toBe('string');
+    // A mark of the same name made while a read runs outlives that read.
+    versions.written([NAMES[1]]);
+    const first = versions.read(NAMES);
+    versions.written([NAMES[1]]);
+    await first;
+    const second = versions.read(NAMES);
+    expect(second).toBeInstanceOf(Promise);
+    await second;
+    expect(typeof versions.read(NAMES)).toBe('string');
+  });
+
   it('read from the database while the listening connection is lost, and from memory again once it is back', async () => {
     const [pid] = await listenerPids();
     expect(pid).toBeGreaterThan(0);

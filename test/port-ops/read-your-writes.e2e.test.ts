@@ -89,6 +89,49 @@ describeEachDialect('port-ops: reads follow writes in one process', (dialect) =>
     writeThenRead(server.url, server.url, server.key('INSTITUTIONAL')));
 });
 
+describeWithPostgres("port-ops: a tenant's write sends only its own next read to the database", () => {
+  let server: TestServer;
+  /** The server's statements, as its query log shows them. */
+  const statements: string[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({ dialect: 'postgresql', onQuery: (text) => statements.push(text) });
+  });
+  afterAll(() => server?.close());
+
+  /** The version statements a request made. */
+  async function versionReads(request: () => Promise<unknown>): Promise<number> {
+    statements.length = 0;
+    await request();
+    return statements.filter((s) => /from "?read_model_versions"?/.test(s)).length;
+  }
+
+  it("reads another account's versions from memory after a write, and the writer's from the database", async () => {
+    const writer = server.key('INSTITUTIONAL');
+    const other = server.key('PROFESSIONAL');
+    const vessels = (key: string) => () =>
+      gql(server.url, '{ vessels(first: 5) { nodes { imo } } }', { key });
+    expect((await vessels(other)()).body.errors).toBeUndefined();
+    expect((await vessels(writer)()).body.errors).toBeUndefined();
+    const { callId, vendorId } = await target(server.url, writer);
+    const created = await rest(server.url, '/v1/service-orders', {
+      method: 'POST',
+      key: writer,
+      body: {
+        portCallId: callId,
+        serviceType: 'BUNKERING',
+        vendorId,
+        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    // The other account's version is not the writer's: its check stays in memory.
+    expect(await versionReads(vessels(other))).toBe(0);
+    // The writer's next read reads its versions from the database (read-your-writes), once.
+    expect(await versionReads(vessels(writer))).toBe(1);
+    expect(await versionReads(vessels(writer))).toBe(0);
+  });
+});
+
 describeWithPostgres('port-ops: reads follow writes across two gateways on one PostgreSQL', () => {
   let database: TestDatabase;
   let a: GatewayProcess;
