@@ -4,7 +4,8 @@
  * costs, measured in CPU time rather than throughput, so a busy machine moves it far less than it
  * moves req/s. Not a substitute for `npm run bench` (no HTTP stack, one request at a time).
  * `node --import tsx test/bench/cpu.ts [ITERATIONS]`; `BENCH_DATABASE_URL` (postgres://…) runs it on
- * a fresh PostgreSQL database (created and dropped), SQLite otherwise; `BENCH_CPU_PROFILE=dir` writes a
+ * a fresh PostgreSQL database (created and dropped), SQLite otherwise, and when that server runs on this
+ * machine also reports its CPU over the same requests; `BENCH_CPU_PROFILE=dir` writes a
  * CPU profile of each read's measured requests (not of the start) into `dir`; `BENCH_KEPT=true`
  * keeps answers (the default `ANSWER_CACHE_MB`), so the reads measure a warm request instead.
  */
@@ -20,6 +21,7 @@ import { loadConfig } from '../../src/config.js';
 import { systemClock } from '../../src/kernel/clock.js';
 import { seedDemo } from '../../src/seed.js';
 import { DASHBOARD_QUERY } from './port-ops.js';
+import { CLOCK_TICKS, localPostmaster, serverTicks } from './proc.js';
 
 const ITERATIONS = Number(process.argv[2] ?? 300);
 const POSTGRES = process.env.BENCH_DATABASE_URL;
@@ -135,9 +137,12 @@ try {
     const results: Array<{
       request: string;
       cpuUsPerRequest: number;
+      /** A local PostgreSQL server's CPU over the same requests, per request. */
+      databaseCpuUsPerRequest?: number;
       wallUsPerRequest: number;
       bytes: number;
     }> = [];
+    const postmaster = POSTGRES ? await localPostmaster(database.url) : undefined;
     const measured = [...READS, await newServiceOrder(app.fastify, key)];
     for (const r of measured.filter((x) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t)))) {
       const send = () =>
@@ -158,10 +163,12 @@ try {
         await session.post('Profiler.enable');
         await session.post('Profiler.start');
       }
+      const database0 = serverTicks(postmaster);
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       for (let i = 0; i < ITERATIONS; i++) await send();
       const cpu = process.cpuUsage(cpu0);
+      const database1 = serverTicks(postmaster);
       if (session) {
         const { profile } = await session.post('Profiler.stop');
         const file = join(profiling!, `${r.name.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`);
@@ -171,6 +178,11 @@ try {
       results.push({
         request: r.name,
         cpuUsPerRequest: Math.round((cpu.user + cpu.system) / ITERATIONS),
+        ...(database0 !== undefined && database1 !== undefined
+          ? {
+              databaseCpuUsPerRequest: Math.round(((database1 - database0) * 1e6) / CLOCK_TICKS / ITERATIONS),
+            }
+          : {}),
         wallUsPerRequest: Math.round(((performance.now() - t0) * 1000) / ITERATIONS),
         bytes: first.rawPayload.length,
       });

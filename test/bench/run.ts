@@ -26,23 +26,16 @@
  * random suffix, created on that server and dropped at the end; SQLite otherwise), BENCH_CPU_PROFILE
  * (a directory: each gateway writes its CPU profile there when it exits).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { CapturedAnswer } from './ceiling.js';
+import { CLOCK_TICKS, cpuTicks, localPostmaster, serverTicks } from './proc.js';
 import type {
   BenchKeys as Keys,
   BenchRequest,
@@ -200,25 +193,6 @@ async function openBenchDatabase(dir: string): Promise<BenchDatabase> {
       console.error(`  PostgreSQL database ${name} dropped`);
     },
   };
-}
-
-/**
- * The pid of the PostgreSQL server's postmaster when it runs on this machine (a loopback host whose
- * backend's /proc entry can be read): the parent of this connection's backend. Undefined otherwise.
- */
-async function localPostmaster(url: string): Promise<number | undefined> {
-  if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname)) return undefined;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
-    const parent = procStat(rows[0]!.pid)?.[1];
-    return parent === undefined ? undefined : Number(parent);
-  } catch {
-    return undefined;
-  } finally {
-    await client.end();
-  }
 }
 
 interface Server {
@@ -418,53 +392,6 @@ async function measure(keys: Keys, p: Probe, seconds: number, postmaster?: numbe
     ...(cpuUs !== undefined ? { cpuUs } : {}),
     ...(databaseCpuUs !== undefined ? { databaseCpuUs } : {}),
   };
-}
-
-/** Clock ticks per second of /proc's CPU times (`getconf CLK_TCK`; 100 on Linux). */
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/**
- * A process's CPU time so far (user + system, all its threads) in clock ticks, from /proc/<pid>/stat
- * (fields 14 and 15, counted after the parenthesised command name); undefined elsewhere. On a shared
- * machine the load generator takes CPU from the server: req/s move with it, a request's CPU much less.
- */
-function cpuTicks(pid: number | undefined): number | undefined {
-  const fields = pid === undefined ? undefined : procStat(pid);
-  return fields && Number(fields[11]) + Number(fields[12]);
-}
-
-/** The fields of /proc/<pid>/stat from the state on (index 0 is field 3), or undefined. */
-function procStat(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A local PostgreSQL server's CPU time so far in clock ticks: the postmaster's own and that of the
- * children it has reaped (fields 14–17: backends of closed connections, autovacuum workers), plus that
- * of its live children (backends, WAL writer, checkpointer). Every database on the server counts; the
- * bench's is the only one at work.
- */
-function serverTicks(postmaster: number | undefined): number | undefined {
-  const own = postmaster === undefined ? undefined : procStat(postmaster);
-  if (!own) return undefined;
-  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const fields = procStat(Number(entry));
-    if (fields && Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return ticks;
 }
 
 /** The kept-answer counters of a gateway (`tidegate_answer_cache_total` by outcome, all sources). */
