@@ -357,7 +357,7 @@ async function onPooledConnection<R extends { items: unknown[] } | unknown[]>(
   const connection = (await client.acquireConnection()) as object;
   let result: R;
   try {
-    if ((client as { dialect?: string }).dialect === 'postgresql') {
+    if (isPostgresClient(client)) {
       const statement = pgStatement(sql);
       const { name, text } = statement;
       const config = { name, text, values, ...(run.arrays ? { rowMode: 'array' as const } : {}) };
@@ -553,6 +553,11 @@ export async function preparedIn<T extends object>(
   return (await read(em, entityReader(em, entity, meta), sql, [...values, ...keys])).items;
 }
 
+/** Whether a knex client talks to PostgreSQL (its `dialect`; the other is better-sqlite3). */
+function isPostgresClient(client: object): boolean {
+  return (client as { dialect?: string }).dialect === 'postgresql';
+}
+
 /**
  * Locks the one row of `entity` that `where` matches until the transaction ends, and reads it, in
  * one statement: on PostgreSQL `select … for no key update` (the lock an update of a non-key
@@ -574,7 +579,7 @@ export async function preparedLock<T extends object>(
   const meta = em.getMetadata().get(entity.name);
   const { shape, values } = termsOf(meta, where);
   if (shape.length === 0) throw new Error(`preparedLock(${entity.name}) without a condition`);
-  const postgres = (em.getKnex().client as { dialect?: string }).dialect === 'postgresql';
+  const postgres = isPostgresClient(em.getKnex().client);
   const key = `lock|${postgres ? 'pg' : 'sqlite'}|${meta.tableName}|${shape.join('&')}`;
   let sql = texts.get(key);
   if (!sql) {

@@ -181,7 +181,7 @@ export class ReadModelVersions {
     const writes = this.writes;
     const done = () => {
       this.polledAt = Math.max(this.polledAt, at);
-      for (const name of [...this.writtenHere.keys()]) this.clearMark(name, writes);
+      for (const name of this.writtenHere.keys()) this.clearMark(name, writes);
     };
     return andThen(preparedRows(this.db.root, LAST_STAMP, []), ([last]) => {
       if (Number(last?.seq ?? -1) === this.stamp) return done();

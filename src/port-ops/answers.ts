@@ -127,8 +127,8 @@ export const portOpsAnswers: AnswerSource = {
    * accounts and the registers, but reads nothing kept: its mark of the shared version makes
    * every account's next read here see what it wrote.
    */
-  written: (services, principal) =>
-    services.versions.written(
-      isAdmin(principal) ? portOpsVersionNames(principal.accountId) : [`port-ops:${principal.accountId}`],
-    ),
+  written: (services, principal) => {
+    const [shared, account] = portOpsVersionNames(principal.accountId);
+    services.versions.written(isAdmin(principal) ? [shared, account] : [account]);
+  },
 };

@@ -31,6 +31,26 @@ async function target(url: string, key: string): Promise<{ callId: string; vendo
   throw new Error('no scheduled call with a bunkering vendor at its port');
 }
 
+/** A new bunkering order on the call by the vendor, through REST; its id. */
+async function orderBunkers(
+  url: string,
+  key: string,
+  { callId, vendorId }: { callId: string; vendorId: string },
+): Promise<string> {
+  const created = await rest(url, '/v1/service-orders', {
+    method: 'POST',
+    key,
+    body: {
+      portCallId: callId,
+      serviceType: 'BUNKERING',
+      vendorId,
+      details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
+    },
+  });
+  expect(created.status, created.text).toBe(201);
+  return created.body.id as string;
+}
+
 /**
  * Writes on `writer`, then reads on `reader` through both doors: with the next request, or within
  * `boundMs` when the reader is another process that learns of versions by notices.
@@ -42,18 +62,7 @@ async function writeThenRead(writer: string, reader: string, key: string, boundM
   expect((await rest(reader, ordersPath, { key })).status).toBe(200);
   expect((await gql(reader, CALL, { key, variables: { id: callId } })).body.errors).toBeUndefined();
   expect((await rest(reader, `/v1/port-calls/${callId}`, { key })).body.status).toBe('SCHEDULED');
-  const created = await rest(writer, '/v1/service-orders', {
-    method: 'POST',
-    key,
-    body: {
-      portCallId: callId,
-      serviceType: 'BUNKERING',
-      vendorId,
-      details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
-    },
-  });
-  expect(created.status, created.text).toBe(201);
-  const orderId = created.body.id as string;
+  const orderId = await orderBunkers(writer, key, { callId, vendorId });
 
   const orderIds = (body: Json): string[] => (body.data as Json[]).map((o) => o.id as string);
   const viaRest = await servedWithin(
@@ -112,18 +121,7 @@ describeWithPostgres("port-ops: a tenant's write sends only its own next read to
       gql(server.url, '{ vessels(first: 5) { nodes { imo } } }', { key });
     expect((await vessels(other)()).body.errors).toBeUndefined();
     expect((await vessels(writer)()).body.errors).toBeUndefined();
-    const { callId, vendorId } = await target(server.url, writer);
-    const created = await rest(server.url, '/v1/service-orders', {
-      method: 'POST',
-      key: writer,
-      body: {
-        portCallId: callId,
-        serviceType: 'BUNKERING',
-        vendorId,
-        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
-      },
-    });
-    expect(created.status, created.text).toBe(201);
+    await orderBunkers(server.url, writer, await target(server.url, writer));
     // The other account's version is not the writer's: its check stays in memory.
     expect(await versionReads(vessels(other))).toBe(0);
     // The writer's next read reads its versions from the database (read-your-writes), once.
