@@ -3,7 +3,7 @@ import formbody from '@fastify/formbody';
 import type { Config } from './config.js';
 import { AuditWriter } from './audit/writer.js';
 import { type Database } from './db/orm.js';
-import { openAppDatabase } from './database.js';
+import { databaseOptionsOf, openAppDatabase } from './database.js';
 import { startBackgroundCheckpoints } from './db/checkpoints.js';
 import { ReadModelVersions } from './db/versions.js';
 import { AccessPolicy } from './gateway/pipeline/access.js';
@@ -87,7 +87,7 @@ export interface AppOptions {
 
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<App> {
   const clock = options.clock ?? systemClock;
-  const db = options.db ?? (await openAppDatabase(config.databaseUrl));
+  const db = options.db ?? (await openAppDatabase(config.databaseUrl, databaseOptionsOf(config)));
   if (!options.db) await db.migrate();
 
   const metrics = new Metrics();

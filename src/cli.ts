@@ -228,8 +228,8 @@ async function dispatch(argv: string[]): Promise<number> {
     );
     return 0;
   }
-  const { openAppDatabase } = await import('./database.js');
-  const db = await openAppDatabase(config.databaseUrl);
+  const { databaseOptionsOf, openAppDatabase } = await import('./database.js');
+  const db = await openAppDatabase(config.databaseUrl, databaseOptionsOf(config));
   try {
     if (command.name !== 'migrate') await db.migrate();
     const result = await command.run(

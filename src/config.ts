@@ -21,6 +21,8 @@ export interface Config {
   host: string;
   /** A SQLite file path or a postgres:// URL. */
   databaseUrl: string;
+  /** SQLite's `synchronous` on the server's and the CLI's connections (SQLITE_SYNCHRONOUS); unused on PostgreSQL. */
+  sqliteSynchronous: SqliteSynchronous;
   /** Public origin of this service; the OAuth issuer and the base of absolute links. */
   publicUrl: string;
   /** The resource API's URL: the `aud` of every access token issued and required when verifying. */
@@ -220,11 +222,18 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     databaseUrl,
+    sqliteSynchronous: parseChoice(
+      'SQLITE_SYNCHRONOUS',
+      env.SQLITE_SYNCHRONOUS,
+      SQLITE_SYNCHRONOUS,
+      'normal',
+      problems,
+    ),
     publicUrl,
     resourceUrl,
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     redisUrl: env.REDIS_URL || undefined,
-    logLevel: parseLogLevel(env.LOG_LEVEL, problems),
+    logLevel: parseChoice('LOG_LEVEL', env.LOG_LEVEL, LOG_LEVELS, 'info', problems),
     demoSeed: bool('DEMO_SEED', true),
     maxActiveApiKeys: int('MAX_ACTIVE_API_KEYS', 5, 1, 1000),
     apiKeyRotationGraceMs: duration('API_KEY_ROTATION_GRACE', '24h'),
@@ -316,13 +325,22 @@ function parseSubgraph(raw: string | undefined, problems: string[]): SubgraphNam
   return undefined;
 }
 
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+const SQLITE_SYNCHRONOUS = ['normal', 'full'] as const;
+export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number];
 
-function parseLogLevel(raw: string | undefined, problems: string[]): string {
-  const level = raw?.trim().toLowerCase() || 'info';
-  if (LOG_LEVELS.includes(level)) return level;
-  problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${raw}')`);
-  return 'info';
+/** One of `values` (any case, trimmed); unset or empty: `fallback`. */
+function parseChoice<T extends string>(
+  name: string,
+  raw: string | undefined,
+  values: readonly T[],
+  fallback: T,
+  problems: string[],
+): T {
+  const value = raw?.trim().toLowerCase() || fallback;
+  if ((values as readonly string[]).includes(value)) return value as T;
+  problems.push(`${name} must be one of ${values.join(', ')} (got '${raw}')`);
+  return fallback;
 }
 
 /** Names proxy-addr understands besides addresses and CIDR ranges. */

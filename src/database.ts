@@ -1,4 +1,5 @@
 import { accountEntities } from './accounts/entities.js';
+import type { Config } from './config.js';
 import { auditEntities } from './audit/entities.js';
 import { authEntities } from './auth/entities.js';
 import { openDatabase, type Database, type DatabaseOptions } from './db/orm.js';
@@ -25,4 +26,11 @@ export function openAppDatabase(
   options: Omit<DatabaseOptions, 'entities'> = {},
 ): Promise<Database> {
   return openDatabase(url, { ...options, entities: ALL_ENTITIES });
+}
+
+/** What the configuration sets on the database's connections (the server's, the CLI's, the preparing worker's). */
+export function databaseOptionsOf(
+  config: Pick<Config, 'sqliteSynchronous'>,
+): Omit<DatabaseOptions, 'entities'> {
+  return { sqliteSynchronous: config.sqliteSynchronous };
 }

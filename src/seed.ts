@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import { Account } from './accounts/entities.js';
 import { createAccount, createApiKey, createUser, type KeyPolicy } from './accounts/service.js';
 import { loadConfig, type Config } from './config.js';
-import { openAppDatabase } from './database.js';
+import { databaseOptionsOf, openAppDatabase } from './database.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PLAN_ORDER, planLabel, type Plan } from './kernel/plans.js';
 import { MODULES } from './modules.js';
@@ -147,7 +147,7 @@ export async function prepareDatabaseHere(
   seed: boolean,
 ): Promise<DemoCredentials | null> {
   const config = loadConfig(env);
-  const db = await openAppDatabase(config.databaseUrl);
+  const db = await openAppDatabase(config.databaseUrl, databaseOptionsOf(config));
   try {
     await db.migrate();
     if (!seed || !(await isEmpty(db.em()))) return null;

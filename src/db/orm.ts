@@ -87,6 +87,11 @@ export interface DatabaseOptions {
   onQuery?: (sql: string) => void;
   /** How long a query waits for a free PostgreSQL connection before failing (503); default 5 s. */
   poolAcquireTimeoutMs?: number;
+  /**
+   * SQLite's `synchronous` on this connection; default `normal`. With the write-ahead log, `normal`
+   * syncs the log to disk at checkpoints and `full` at every commit as well (see README.md).
+   */
+  sqliteSynchronous?: 'normal' | 'full';
 }
 
 /** The driver of the dialect `url` names, loaded on demand: a process never loads the other one. */
@@ -145,6 +150,7 @@ export async function openDatabase(url: string, options: DatabaseOptions): Promi
     await conn.execute('pragma journal_mode = WAL');
     await conn.execute('pragma busy_timeout = 5000');
     await conn.execute('pragma foreign_keys = ON');
+    await conn.execute(`pragma synchronous = ${options.sqliteSynchronous === 'full' ? 'FULL' : 'NORMAL'}`);
   }
   return {
     orm,

@@ -7,7 +7,8 @@
  * a fresh PostgreSQL database (created and dropped), SQLite otherwise, and when that server runs on this
  * machine also reports its CPU over the same requests; `BENCH_CPU_PROFILE=dir` writes a
  * CPU profile of each read's measured requests (not of the start) into `dir`; `BENCH_KEPT=true`
- * keeps answers (the default `ANSWER_CACHE_MB`), so the reads measure a warm request instead.
+ * keeps answers (the default `ANSWER_CACHE_MB`), so the reads measure a warm request instead;
+ * `SQLITE_SYNCHRONOUS` is passed on as the server reads it.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -123,6 +124,7 @@ try {
     LOG_LEVEL: 'warn',
     DEMO_SEED: 'false',
     ...(KEPT ? {} : { ANSWER_CACHE_MB: '0' }),
+    ...(process.env.SQLITE_SYNCHRONOUS ? { SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS } : {}),
     LIMIT_INSTITUTIONAL_PER_MINUTE: '100000000',
     PORT_OPS_PER_MINUTE: '100000000',
   });
