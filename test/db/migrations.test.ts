@@ -42,6 +42,45 @@ describeEachDialect('checked-in migrations', (dialect) => {
     expect(missing).toEqual([]);
   });
 
+  it('leave no index that another index of its table begins with (it would only cost writes)', async () => {
+    const conn = database.db.root.getConnection();
+    type Index = { table: string; name: string; columns: string[]; unique: boolean };
+    const indexes: Index[] =
+      dialect === 'sqlite'
+        ? (
+            await conn.execute<Array<{ tbl: string; name: string; uniq: number; cols: string }>>(
+              `select t.name as tbl, i.name, i."unique" as uniq,
+                 (select group_concat(name, ',') from (select name from pragma_index_xinfo(i.name) where key = 1 order by seqno)) as cols
+               from sqlite_master t, pragma_index_list(t.name) i
+               where t.type = 'table' and i.partial = 0`,
+            )
+          ).map((r) => ({ table: r.tbl, name: r.name, columns: r.cols.split(','), unique: !!r.uniq }))
+        : (
+            await conn.execute<Array<{ tbl: string; name: string; uniq: boolean; cols: string[] }>>(
+              `select t.relname as tbl, c.relname as name, x.indisunique as uniq,
+                 array(select a.attname::text from unnest(x.indkey) with ordinality k(attnum, n)
+                       join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k.attnum order by k.n) as cols
+               from pg_index x join pg_class c on c.oid = x.indexrelid join pg_class t on t.oid = x.indrelid
+               join pg_namespace ns on ns.oid = t.relnamespace
+               where ns.nspname = current_schema() and x.indpred is null and x.indexprs is null`,
+            )
+          ).map((r) => ({ table: r.tbl, name: r.name, columns: r.cols, unique: r.uniq }));
+    expect(indexes.filter((i) => i.table === 'service_orders').length).toBeGreaterThan(3);
+    const redundant = indexes.flatMap((index) =>
+      indexes
+        .filter(
+          (other) =>
+            other !== index &&
+            !index.unique &&
+            other.table === index.table &&
+            other.columns.length >= index.columns.length &&
+            index.columns.every((column, i) => other.columns[i] === column),
+        )
+        .map((other) => `${index.table}: ${index.name} (${index.columns.join(', ')}) begins ${other.name}`),
+    );
+    expect(redundant).toEqual([]);
+  });
+
   it('are idempotent: a second run applies nothing', async () => {
     expect(await database.db.migrate()).toEqual([]);
   });

@@ -23,6 +23,7 @@ import { Migration20261201000100PortOpsChanges } from './Migration20261201000100
 import { Migration20261201000200VersionSequence } from './Migration20261201000200VersionSequence.js';
 import { Migration20261201000300OneMovePerTransaction } from './Migration20261201000300OneMovePerTransaction.js';
 import { Migration20261204000100PruneChangeLog } from './Migration20261204000100PruneChangeLog.js';
+import { Migration20261204000200DropPrefixIndexes } from './Migration20261204000200DropPrefixIndexes.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -59,4 +60,5 @@ export const MIGRATIONS: MigrationObject[] = [
     class: Migration20261201000300OneMovePerTransaction,
   },
   { name: 'Migration20261204000100PruneChangeLog', class: Migration20261204000100PruneChangeLog },
+  { name: 'Migration20261204000200DropPrefixIndexes', class: Migration20261204000200DropPrefixIndexes },
 ];
