@@ -10,7 +10,7 @@ import Negotiator from 'negotiator';
 import { AppError } from '../../kernel/errors.js';
 import { andThen, isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
 import { Lru } from '../../kernel/lru.js';
-import { jsonOf } from '../pipeline/answers.js';
+import { bodyOf } from '../pipeline/answers.js';
 import type { AppServices, OperationMeta } from '../schema/context.js';
 import { formatGraphQLError } from '../pipeline/errors.js';
 import type { Answer, Operations, Prepared } from '../pipeline/operation.js';
@@ -161,7 +161,7 @@ function thinDoorRequest(
 function send(reply: FastifyReply, type: string, answer: Answer): void {
   reply.code(answer.status).headers(answer.headers).header('content-type', type);
   // Apollo's serialization: errors, data, extensions, and a trailing newline.
-  reply.send(jsonOf(answer.body) + '\n');
+  reply.send(bodyOf(answer.body, '\n'));
 }
 
 /** Headers a browser sends cross-site only after a CORS preflight (Apollo's CSRF list). */

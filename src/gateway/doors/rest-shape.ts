@@ -15,7 +15,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { deepFreeze, jsonOf } from '../pipeline/answers.js';
+import { bodyOf, deepFreeze } from '../pipeline/answers.js';
 
 /**
  * The last step of a REST shim: what aliases cannot say. The liquidity document shows money as
@@ -144,18 +144,19 @@ function shapeValue(value: unknown, shape: Compiled): unknown {
 export type RouteShaper = (value: unknown) => unknown;
 
 /**
- * The JSON of a route's body. A fresh result's body is shaped in place by the route's compiled
- * shaper when it has one: for a 100-row list that is three values rewritten per row instead of a
- * shaped copy of every row. A kept (frozen) body takes shapeBody, whose shaped form is shared.
+ * The JSON of a route's body (text, or the bytes kept with a frozen body: `bodyOf`). A fresh
+ * result's body is shaped in place by the route's compiled shaper when it has one: for a 100-row
+ * list that is three values rewritten per row instead of a shaped copy of every row. A kept
+ * (frozen) body takes shapeBody, whose shaped form is shared, and so are its bytes.
  */
 export function bodyJson(
   value: unknown,
   shape: RestShape | undefined,
   shaper: RouteShaper | undefined,
-): string {
+): string | Buffer {
   if (shaper && value !== null && typeof value === 'object' && !Object.isFrozen(value))
-    return jsonOf(shaper(value));
-  return jsonOf(shapeBody(value, shape));
+    return bodyOf(shaper(value));
+  return bodyOf(shapeBody(value, shape));
 }
 
 /** What the shaper does to one member of an object the executor made: its new value. */

@@ -4,7 +4,7 @@ import type { AppServices } from '../../../src/gateway/schema/context.js';
 import {
   AnswerCache,
   answerSourceOf,
-  jsonOf,
+  bodyOf,
   type AnswerOutcome,
   keptWith,
   type AnswerSource,
@@ -188,9 +188,14 @@ describe('AnswerCache', () => {
   });
 });
 
-describe('jsonOf', () => {
-  it('writes what JSON.stringify writes, envelopes around kept parts included', () => {
-    const kept = Object.freeze({ calls: Object.freeze([Object.freeze({ id: '1', eta: null })]) });
+/** A body as the text it sends. */
+const text = (body: string | Buffer): string => (typeof body === 'string' ? body : body.toString('utf8'));
+
+describe('bodyOf', () => {
+  it('writes what JSON.stringify writes, envelopes around kept parts included, in UTF-8', () => {
+    const kept = Object.freeze({
+      calls: Object.freeze([Object.freeze({ id: '1', eta: null, port: 'Zürich ⚓ 🚢' })]),
+    });
     const values: unknown[] = [
       null,
       undefined,
@@ -203,23 +208,37 @@ describe('jsonOf', () => {
       { only: undefined },
       { data: kept, extensions: { cost: { requested: 2, maximum: 10 } } },
       { errors: [{ message: 'm' }], data: kept },
+      { data: kept, again: kept, name: 'São Paulo' },
       new Date('2026-11-25T00:00:00Z'),
       Object.assign(Object.create(null) as object, { x: kept }),
       kept,
     ];
-    for (const value of values) expect(jsonOf(value)).toBe(JSON.stringify(value ?? null));
+    for (const value of values) {
+      const expected = JSON.stringify(value ?? null);
+      expect(text(bodyOf(value))).toBe(expected);
+      expect(text(bodyOf(value, '\n'))).toBe(expected + '\n');
+      const body = bodyOf(value);
+      if (typeof body !== 'string') expect(body.equals(Buffer.from(expected))).toBe(true);
+    }
   });
 
-  it('serializes a frozen value once, a fresh one every time', () => {
+  it('serializes and encodes a frozen value once and sends its bytes as they are; a fresh one every time', () => {
     let calls = 0;
     const counted = () => ({ toJSON: () => ++calls });
     const frozen = Object.freeze(counted());
-    jsonOf({ data: frozen });
-    jsonOf({ data: frozen });
+    expect(text(bodyOf({ data: frozen }))).toBe('{"data":1}');
+    expect(text(bodyOf({ data: frozen }))).toBe('{"data":1}');
     expect(calls).toBe(1);
     const fresh = counted();
-    jsonOf({ data: fresh });
-    jsonOf({ data: fresh });
+    bodyOf({ data: fresh });
+    bodyOf({ data: fresh });
     expect(calls).toBe(3);
+    // A kept body on its own is the same bytes every time, not a copy.
+    const kept = Object.freeze({ list: Object.freeze([1, 2]) });
+    const once = bodyOf(kept);
+    expect(Buffer.isBuffer(once)).toBe(true);
+    expect(bodyOf(kept)).toBe(once);
+    // An envelope is text, its kept part written once.
+    expect(typeof bodyOf({ data: kept, extensions: { cost: 1 } })).toBe('string');
   });
 });
