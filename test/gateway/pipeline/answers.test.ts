@@ -238,7 +238,14 @@ describe('bodyOf', () => {
     const once = bodyOf(kept);
     expect(Buffer.isBuffer(once)).toBe(true);
     expect(bodyOf(kept)).toBe(once);
-    // An envelope is text, its kept part written once.
-    expect(typeof bodyOf({ data: kept, extensions: { cost: 1 } })).toBe('string');
+    // An envelope embeds a kept ASCII part as text, any other kept part as its bytes.
+    const ascii = Object.freeze({ port: 'Rotterdam' });
+    expect(bodyOf({ data: ascii, extensions: { cost: 1 } })).toBe(
+      '{"data":{"port":"Rotterdam"},"extensions":{"cost":1}}',
+    );
+    const accented = Object.freeze({ port: 'Göteborg' });
+    const envelope = bodyOf({ data: accented, extensions: { cost: 1 } });
+    expect(Buffer.isBuffer(envelope)).toBe(true);
+    expect(text(envelope)).toBe('{"data":{"port":"Göteborg"},"extensions":{"cost":1}}');
   });
 });
