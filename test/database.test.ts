@@ -48,7 +48,7 @@ describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
     }
   });
 
-  it('reaches every connection opened from the configuration (the CLI and the preparing worker open it so)', async () => {
+  it('is what databaseOptionsOf gives a connection opened from the configuration (the path of the CLI and the preparing worker)', async () => {
     const database = await migrated();
     const full = await openAppDatabase(
       database.url,

@@ -12,7 +12,7 @@ import {
 import type { Constructor } from '@mikro-orm/core';
 import type { EntityManager, Knex } from '@mikro-orm/knex';
 import { Migrator } from '@mikro-orm/migrations';
-import { isPostgresUrl } from '../config.js';
+import { isPostgresUrl, type SqliteSynchronous } from '../config.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { sqliteWriteLockSql, takeSqliteWriteLock } from './prepared.js';
 
@@ -91,7 +91,7 @@ export interface DatabaseOptions {
    * SQLite's `synchronous` on this connection; default `normal`. With the write-ahead log, `normal`
    * syncs the log to disk at checkpoints and `full` at every commit as well (see README.md).
    */
-  sqliteSynchronous?: 'normal' | 'full';
+  sqliteSynchronous?: SqliteSynchronous;
 }
 
 /** The driver of the dialect `url` names, loaded on demand: a process never loads the other one. */
