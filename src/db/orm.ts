@@ -140,6 +140,9 @@ export function ormOptions(
   } as Options;
 }
 
+/** The size (bytes) SQLite truncates a write-ahead log file to when the log starts over. */
+export const SQLITE_LOG_SIZE_LIMIT = 64 * 1024 * 1024;
+
 export async function openDatabase(url: string, options: DatabaseOptions): Promise<Database> {
   const postgres = isPostgresUrl(url);
   if (!postgres && url !== ':memory:') mkdirSync(dirname(url), { recursive: true });
@@ -151,6 +154,8 @@ export async function openDatabase(url: string, options: DatabaseOptions): Promi
     await conn.execute('pragma busy_timeout = 5000');
     await conn.execute('pragma foreign_keys = ON');
     await conn.execute(`pragma synchronous = ${options.sqliteSynchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    // A log that grew past this (a long reader held checkpoints back) is cut back when it starts over.
+    await conn.execute(`pragma journal_size_limit = ${SQLITE_LOG_SIZE_LIMIT}`);
   }
   return {
     orm,
