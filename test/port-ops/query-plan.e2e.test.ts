@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
+import { loggedRead, planOf, planProblems } from '../helpers/query-plan.js';
 import {
   gql,
   rest,
@@ -12,11 +13,10 @@ import {
 
 /*
  * The plans of the port-ops reads: every statement the dashboard and the list routes run (with
- * each filter and order) must reach its rows through an index, never by reading a whole table.
- * SQLite: EXPLAIN QUERY PLAN, where a full scan is `SCAN <table>` without `USING … INDEX`.
- * PostgreSQL: EXPLAIN with sequential scans priced out (enable_seqscan off), which is what the
- * planner does on its own once a table holds enough rows; a `Seq Scan` left in the plan then means
- * there is no index it could use.
+ * each filter and order) must reach its rows through an index, never by reading a whole table,
+ * and a page of a list must come off an index in its whole order, the id tiebreak included: no
+ * sort either. The loaders' `in (…)` batches carry no ORDER BY at all (each parent's rows are
+ * ordered in memory), so the rule holds for every statement (test/helpers/query-plan.ts).
  */
 const PORT_OPS_TABLES = /\b(port_calls|service_orders|vessels|ports|vendors|status_changes)\b/;
 
@@ -30,64 +30,13 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
     server = await startTestServer({
       dialect,
       onQuery: (line) => {
-        const sql = /^\[query\] ((?:select|with)\b.*?)(?: \[took .*)?$/is.exec(line)?.[1];
+        const sql = loggedRead(line);
         if (recording && sql && PORT_OPS_TABLES.test(sql)) statements.push(sql);
       },
     });
     key = server.key('INSTITUTIONAL');
   });
   afterAll(() => server?.close());
-
-  /**
-   * The plan whatever the parameter values: SQLite plans without them (every `?` is bound to 1);
-   * PostgreSQL is asked for the generic plan of the prepared statement.
-   */
-  async function planOf(sql: string): Promise<string> {
-    const knex = server.database.db.em().getKnex();
-    const params = (sql.match(/\?/g) ?? []).length;
-    if (dialect === 'sqlite') {
-      const rows = (await knex.raw(`explain query plan ${sql}`, Array(params).fill(1))) as Array<{
-        detail: string;
-      }>;
-      return rows.map((r) => r.detail).join('\n');
-    }
-    // The log shows PostgreSQL's own placeholders ($1 …); knex's `?` would be numbered here.
-    let n = 0;
-    const numbered = sql.replace(/\?/g, () => `$${++n}`);
-    n = Math.max(n, ...[...numbered.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
-    return knex.transaction(async (trx) => {
-      await trx.raw('set local enable_seqscan = off');
-      await trx.raw('set local plan_cache_mode = force_generic_plan');
-      await trx.raw(`prepare plan_check as ${numbered}`);
-      try {
-        const args = n > 0 ? `(${Array(n).fill('null').join(', ')})` : '';
-        const result = (await trx.raw(`explain execute plan_check${args}`)) as {
-          rows: Array<{ 'QUERY PLAN': string }>;
-        };
-        return result.rows.map((r) => r['QUERY PLAN']).join('\n');
-      } finally {
-        // A prepared statement belongs to the session, not the transaction.
-        await trx.raw('deallocate plan_check');
-      }
-    });
-  }
-
-  /**
-   * Full scans, and any sort: a page of a list must come off an index in its whole order, the id
-   * tiebreak included (SQLite: no `USE TEMP B-TREE`, not even "FOR LAST TERM" or "FOR RIGHT PART OF
-   * ORDER BY"). The loaders' `in (…)` batches carry no ORDER BY at all (each parent's rows are
-   * ordered in memory), so the rule holds for every statement. PostgreSQL's planner prices a sort
-   * of a few rows below an ordered index walk on tables this small, so there only scans count.
-   */
-  function problems(plan: string): string[] {
-    return plan
-      .split('\n')
-      .filter((line) =>
-        dialect === 'sqlite'
-          ? /^SCAN \w+$/.test(line.trim()) || /USE TEMP B-TREE/.test(line)
-          : /Seq Scan/.test(line),
-      );
-  }
 
   /** Runs `read` and checks the plan of every port-ops statement it ran. */
   async function expectIndexed(read: () => Promise<unknown>): Promise<void> {
@@ -99,8 +48,8 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
     recording = false;
     expect(statements.length).toBeGreaterThan(0);
     for (const sql of statements) {
-      const plan = await planOf(sql);
-      expect(problems(plan), `${sql}\n${plan}`).toEqual([]);
+      const plan = await planOf(server.database.db, sql);
+      expect(planProblems(dialect, plan), `${sql}\n${plan}`).toEqual([]);
     }
   }
 
