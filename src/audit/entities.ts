@@ -3,7 +3,7 @@ import { DateTimeType, Entity, Index, PrimaryKey, Property } from '@mikro-orm/co
 /** One row per API call (REST request, GraphQL operation, subscription start). Append-only. */
 @Entity({ tableName: 'audit_records' })
 @Index({ properties: ['accountId', 'at'] })
-@Index({ properties: ['accountId', 'requestId'] })
+@Index({ properties: ['requestId', 'accountId', 'at', 'id'] })
 export class AuditRecord {
   @PrimaryKey({ type: 'bigint', autoincrement: true })
   id!: string;

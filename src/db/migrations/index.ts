@@ -24,6 +24,7 @@ import { Migration20261201000200VersionSequence } from './Migration2026120100020
 import { Migration20261201000300OneMovePerTransaction } from './Migration20261201000300OneMovePerTransaction.js';
 import { Migration20261204000100PruneChangeLog } from './Migration20261204000100PruneChangeLog.js';
 import { Migration20261204000200DropPrefixIndexes } from './Migration20261204000200DropPrefixIndexes.js';
+import { Migration20261204000300AuditRequestIdIndex } from './Migration20261204000300AuditRequestIdIndex.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -61,4 +62,5 @@ export const MIGRATIONS: MigrationObject[] = [
   },
   { name: 'Migration20261204000100PruneChangeLog', class: Migration20261204000100PruneChangeLog },
   { name: 'Migration20261204000200DropPrefixIndexes', class: Migration20261204000200DropPrefixIndexes },
+  { name: 'Migration20261204000300AuditRequestIdIndex', class: Migration20261204000300AuditRequestIdIndex },
 ];
