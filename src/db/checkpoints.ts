@@ -21,10 +21,14 @@ import type { Database } from './orm.js';
  * (one every few milliseconds) some frame is always newer than the worker's last checkpoint, so
  * the log would only grow, by every page every write touches, while the server runs (15 MB/s
  * under the mixed bench). So when the worker reports a complete checkpoint of a log past
- * `RESTART_FRAMES`, the serving connection, if no transaction holds it, checkpoints the frames
- * written since (a few milliseconds' worth): its next write starts the log over. The log then
- * stays within about the threshold plus a second's writes, and `journal_size_limit` (orm.ts)
- * truncates a file that a long reader let grow once the log starts over.
+ * `RESTART_FRAMES`, the server takes the pool's one connection as a transaction would (waiting
+ * for the one in progress to end), asks the worker for another checkpoint, which copies the
+ * frames written since, and gives the connection back: its next write starts the log over.
+ * Meanwhile statements wait for the connection, as behind any transaction, while the event loop
+ * serves everything else (the tail's copy is small, but its two fsyncs took 7–10 ms on the
+ * serving thread). The log then stays within about the threshold plus a second's writes, and
+ * `journal_size_limit` (orm.ts) truncates a file that a long reader let grow once the log starts
+ * over.
  *
  * If the worker cannot start or stops on its own, the serving connection checkpoints for itself
  * again (wal_autocheckpoint 1000, SQLite's default), so the log never grows without bound.
@@ -61,12 +65,11 @@ export interface BackgroundCheckpoints {
   stop(): Promise<void>;
 }
 
-/** The better-sqlite3 handle of a pooled connection: its file, its state, and a way to run a pragma. */
+/** The better-sqlite3 handle of a pooled connection: its file, and a way to set a pragma. */
 interface SqliteHandle {
   readonly name: string;
   readonly memory: boolean;
   readonly open: boolean;
-  readonly inTransaction: boolean;
   pragma(source: string): unknown;
 }
 
@@ -80,12 +83,13 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Sqlite = require(workerData.driver);
 const db = new Sqlite(workerData.file, { fileMustExist: true });
 db.pragma('busy_timeout = 1000');
-const checkpoint = () => {
+const checkpoint = (requested) => {
   const [result] = db.pragma('wal_checkpoint(PASSIVE)');
-  parentPort.postMessage({ kind: 'checkpoint', result });
+  parentPort.postMessage({ kind: 'checkpoint', result, requested });
 };
-const timer = setInterval(checkpoint, workerData.intervalMs);
+const timer = setInterval(() => checkpoint(false), workerData.intervalMs);
 parentPort.on('message', (message) => {
+  if (message === 'checkpoint') return checkpoint(true);
   if (message !== 'stop') return;
   clearInterval(timer);
   db.close();
@@ -94,7 +98,13 @@ parentPort.on('message', (message) => {
 parentPort.postMessage({ kind: 'ready' });
 `;
 
-type WorkerMessage = { kind: 'ready' } | { kind: 'checkpoint'; result: CheckpointResult };
+type WorkerMessage = { kind: 'ready' } | { kind: 'checkpoint'; result: CheckpointResult; requested: boolean };
+
+/** The pool that hands out the serving connection (knex's client, typed as `any` by knex). */
+interface ConnectionPool {
+  acquireConnection(): Promise<unknown>;
+  releaseConnection(connection: unknown): Promise<unknown>;
+}
 
 /**
  * Starts the checkpointing worker for the database's file; undefined when there is nothing to
@@ -108,18 +118,19 @@ export async function startBackgroundCheckpoints(
   restartFrames = RESTART_FRAMES,
 ): Promise<BackgroundCheckpoints | undefined> {
   if (db.dialect !== 'sqlite') return undefined;
-  const knex = db.root.getConnection().getKnex();
+  const pool = db.root.getConnection().getKnex().client as ConnectionPool;
   // knex's client types its pooled connections as `any`; on this dialect each is a better-sqlite3 Database.
-  const handle = (await knex.client.acquireConnection()) as SqliteHandle;
+  const handle = (await pool.acquireConnection()) as SqliteHandle;
   try {
     if (handle.memory) return undefined;
-    return await runWorker(handle, onError, intervalMs, restartFrames);
+    return await runWorker(pool, handle, onError, intervalMs, restartFrames);
   } finally {
-    await knex.client.releaseConnection(handle);
+    await pool.releaseConnection(handle);
   }
 }
 
 async function runWorker(
+  pool: ConnectionPool,
   handle: SqliteHandle,
   onError: (error: unknown) => void,
   intervalMs: number,
@@ -155,30 +166,47 @@ async function runWorker(
   });
   handle.pragma('wal_autocheckpoint = 0');
 
-  // The frames written since the worker's complete checkpoint, copied on the serving connection
-  // between two of its statements (better-sqlite3 runs each synchronously): the connection's next
-  // write transaction begins with nothing left to copy, and so starts the log over. Skipped while a
-  // transaction holds the connection, and when the pragma fails (a checkpoint of another process
-  // running): the worker's next report tries again.
-  const restartLog = (result: CheckpointResult) => {
-    if (stopping || result.busy !== 0 || result.log < restartFrames || result.checkpointed < result.log)
-      return;
-    if (!handle.open || handle.inTransaction) return;
+  // The frames written since the worker's complete checkpoint, copied by the worker while the
+  // server holds its connection: nothing writes in between, so the connection's next write
+  // transaction begins with nothing left to copy and starts the log over. The worker's next
+  // report tries again when the copy is incomplete (a reader of another process).
+  let requested: ((result: CheckpointResult | undefined) => void) | undefined;
+  let gone = false;
+  let restarting: Promise<void> | undefined;
+  const restartLog = async () => {
+    let connection: unknown;
     try {
-      handle.pragma('wal_checkpoint(PASSIVE)');
-      restarts++;
-    } catch {
-      // SQLITE_BUSY or a statement still stepping on the connection: nothing is lost by waiting.
+      connection = await pool.acquireConnection();
+      // A pool that replaced its connection serves another handle; the worker's next report retries.
+      if (connection !== handle || stopping || gone) return;
+      const result = await new Promise<CheckpointResult | undefined>((resolve) => {
+        requested = resolve;
+        worker.postMessage('checkpoint');
+      });
+      if (result && result.busy === 0 && result.checkpointed === result.log) restarts++;
+    } catch (error) {
+      if (!stopping) onError(error);
+    } finally {
+      requested = undefined;
+      if (connection !== undefined) await pool.releaseConnection(connection).catch(onError);
     }
   };
   worker.on('message', (message: WorkerMessage) => {
     if (message.kind !== 'checkpoint') return;
     runs++;
     last = message.result;
-    restartLog(message.result);
+    if (message.requested) return requested?.(message.result);
+    const { busy, log, checkpointed } = message.result;
+    if (!restarting && !stopping && busy === 0 && log >= restartFrames && checkpointed === log)
+      restarting = restartLog().finally(() => (restarting = undefined));
   });
   let failed = false;
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  // A checkpoint asked of a worker that is gone never comes: the held connection is given back.
+  void exited.then(() => {
+    gone = true;
+    requested?.(undefined);
+  });
   worker.on('error', (error) => {
     failed = true;
     // The log must not grow without bound: the serving connection takes checkpoints back.
@@ -190,7 +218,6 @@ async function runWorker(
     selfCheckpointing();
     onError(new Error('the SQLite checkpoint worker stopped; the server checkpoints for itself again'));
   });
-
   return {
     worker,
     get runs() {
@@ -208,6 +235,8 @@ async function runWorker(
       selfCheckpointing();
       worker.postMessage('stop');
       await exited;
+      // A restart in progress gives its connection back before the pool may close.
+      await restarting;
     },
   };
 }

@@ -91,7 +91,7 @@ describe('background checkpoints on SQLite', () => {
     expect(errors).toEqual([]);
   });
 
-  it('starts the log over under a steady stream of writes, none of which waits for a checkpoint', async () => {
+  it('starts the log over under a steady stream of writes', async () => {
     database = await createTestDatabase('sqlite');
     const { db } = database;
     const errors: unknown[] = [];
