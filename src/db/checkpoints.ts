@@ -57,7 +57,7 @@ export interface BackgroundCheckpoints {
   readonly runs: number;
   /** The last checkpoint's figures, if one has run. */
   readonly last: CheckpointResult | undefined;
-  /** Times the serving connection checkpointed the tail of a long log so that it starts over. */
+  /** Times the worker copied a long log's tail while the server held its connection, so that it starts over. */
   readonly restarts: number;
   /** The thread (tests stop it from outside to play a crash). */
   readonly worker: Worker;
