@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/env.js';
-import { loggedRead, planOf, planProblems } from '../helpers/query-plan.js';
+import { expectIndexed, readRecorder } from '../helpers/query-plan.js';
 import { createKey, gql, rest, startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
@@ -13,17 +13,10 @@ import { createKey, gql, rest, startTestServer, type TestServer } from '../helpe
 describeEachDialect('query plans of the reads of an account’s calls', (dialect) => {
   let server: TestServer;
   let key: string;
-  let recording = false;
-  const statements: string[] = [];
+  const reads = readRecorder(/\baudit_records\b/);
 
   beforeAll(async () => {
-    server = await startTestServer({
-      dialect,
-      onQuery: (line) => {
-        const sql = loggedRead(line);
-        if (recording && sql && /\baudit_records\b/.test(sql)) statements.push(sql);
-      },
-    });
+    server = await startTestServer({ dialect, onQuery: reads.onQuery });
     key = (await createKey(server, { plan: 'ANALYST', scopes: 'read:vessels read:analytics' })).secret;
     for (const i of [1, 2, 3]) {
       const res = await rest(server.url, '/v1/vessels/lookup?imo=9074729', {
@@ -36,21 +29,13 @@ describeEachDialect('query plans of the reads of an account’s calls', (dialect
   });
   afterAll(() => server?.close());
 
-  /** Runs `query` and returns the plans of the audit statements it ran. */
+  /** Runs `query` and returns the plans of the audit statements it ran, each checked. */
   async function plansOf(query: string, variables: Record<string, unknown>): Promise<string[]> {
-    statements.length = 0;
-    recording = true;
-    const { body } = await gql(server.url, query, { key, variables });
-    recording = false;
-    expect(body.errors).toBeUndefined();
-    expect(statements.length).toBeGreaterThan(0);
-    const plans: string[] = [];
-    for (const sql of statements) {
-      const plan = await planOf(server.database.db, sql);
-      expect(planProblems(dialect, plan, false), `${sql}\n${plan}`).toEqual([]);
-      plans.push(plan);
-    }
-    return plans;
+    const statements = await reads.record(async () => {
+      const { body } = await gql(server.url, query, { key, variables });
+      expect(body.errors).toBeUndefined();
+    });
+    return expectIndexed(server.database.db, statements, false);
   }
 
   it('usage: calls per day, by operation and this month', () =>

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { Database } from '../../src/db/orm.js';
 
 /*
@@ -10,8 +11,36 @@ import type { Database } from '../../src/db/orm.js';
  */
 
 /** A statement as the ORM's query log shows it, or undefined for a line that is not a read. */
-export function loggedRead(line: string): string | undefined {
+function loggedRead(line: string): string | undefined {
   return /^\[query\] ((?:select|with)\b.*?)(?: \[took .*)?$/is.exec(line)?.[1];
+}
+
+/**
+ * The reads of the tables `tables` matches that a test server runs while `record` runs: give
+ * `onQuery` to `startTestServer`.
+ */
+export function readRecorder(tables: RegExp): {
+  onQuery: (line: string) => void;
+  record: (run: () => Promise<unknown>) => Promise<string[]>;
+} {
+  let recording = false;
+  let statements: string[] = [];
+  return {
+    onQuery: (line) => {
+      const sql = loggedRead(line);
+      if (recording && sql && tables.test(sql)) statements.push(sql);
+    },
+    async record(run) {
+      statements = [];
+      recording = true;
+      try {
+        await run();
+      } finally {
+        recording = false;
+      }
+      return statements;
+    },
+  };
 }
 
 /**
@@ -61,4 +90,19 @@ export function planProblems(dialect: Database['dialect'], plan: string, sorts =
         ? /^SCAN \w+$/.test(line.trim()) || (sorts && /USE TEMP B-TREE/.test(line))
         : /Seq Scan/.test(line),
     );
+}
+
+/**
+ * Fails unless there is a statement and every one reaches its rows through an index (and, with
+ * `sorts`, in its order); the plans, for what a caller checks beyond that.
+ */
+export async function expectIndexed(db: Database, statements: string[], sorts = true): Promise<string[]> {
+  expect(statements.length).toBeGreaterThan(0);
+  const plans: string[] = [];
+  for (const sql of statements) {
+    const plan = await planOf(db, sql);
+    expect(planProblems(db.dialect, plan, sorts), `${sql}\n${plan}`).toEqual([]);
+    plans.push(plan);
+  }
+  return plans;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
-import { loggedRead, planOf, planProblems } from '../helpers/query-plan.js';
+import { expectIndexed, readRecorder } from '../helpers/query-plan.js';
 import {
   gql,
   rest,
@@ -22,45 +22,30 @@ const PORT_OPS_TABLES = /\b(port_calls|service_orders|vessels|ports|vendors|stat
 
 describeEachDialect('query plans of the port-ops reads', (dialect) => {
   let server: TestServer;
-  let recording = false;
-  const statements: string[] = [];
+  const reads = readRecorder(PORT_OPS_TABLES);
   let key: string;
 
   beforeAll(async () => {
-    server = await startTestServer({
-      dialect,
-      onQuery: (line) => {
-        const sql = loggedRead(line);
-        if (recording && sql && PORT_OPS_TABLES.test(sql)) statements.push(sql);
-      },
-    });
+    server = await startTestServer({ dialect, onQuery: reads.onQuery });
     key = server.key('INSTITUTIONAL');
   });
   afterAll(() => server?.close());
 
   /** Runs `read` and checks the plan of every port-ops statement it ran. */
-  async function expectIndexed(read: () => Promise<unknown>): Promise<void> {
+  async function expectReadIndexed(read: () => Promise<unknown>): Promise<void> {
     await read(); // warm caches (credentials, vessels) so the statements are the steady-state ones
     await staleKeptAnswers(server); // and execute again rather than answer from the kept result
-    statements.length = 0;
-    recording = true;
-    await read();
-    recording = false;
-    expect(statements.length).toBeGreaterThan(0);
-    for (const sql of statements) {
-      const plan = await planOf(server.database.db, sql);
-      expect(planProblems(dialect, plan), `${sql}\n${plan}`).toEqual([]);
-    }
+    await expectIndexed(server.database.db, await reads.record(read));
   }
 
   it('the GraphQL dashboard: port calls, vessels, ports, service orders, vendors', () =>
-    expectIndexed(async () => {
+    expectReadIndexed(async () => {
       const res = await gql(server.url, DASHBOARD_QUERY, { key });
       expect(res.body.errors).toBeUndefined();
     }));
 
   it('the REST dashboard route', () =>
-    expectIndexed(async () => {
+    expectReadIndexed(async () => {
       expect((await rest(server.url, '/v1/dashboard/port-calls?limit=50', { key })).status).toBe(200);
     }));
 
@@ -73,7 +58,7 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
       `vesselImo=${call.vesselImo}&limit=10`,
       'etaFrom=2026-01-01T00:00:00Z&etaTo=2027-01-01T00:00:00Z&limit=10',
     ]) {
-      await expectIndexed(async () => {
+      await expectReadIndexed(async () => {
         const res = await rest(server.url, `/v1/port-calls?${query}`, { key });
         expect(res.status, `${query}: ${res.text}`).toBe(200);
       });
@@ -89,7 +74,7 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
       `portCallId=${order.portCallId}&limit=10`,
       `vendorId=${order.vendorId}&limit=10`,
     ]) {
-      await expectIndexed(async () => {
+      await expectReadIndexed(async () => {
         const res = await rest(server.url, `/v1/service-orders?${query}`, { key });
         expect(res.status, `${query}: ${res.text}`).toBe(200);
       });
