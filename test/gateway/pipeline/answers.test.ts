@@ -5,6 +5,7 @@ import {
   AnswerCache,
   answerSourceOf,
   bodyOf,
+  deepFreeze,
   type AnswerOutcome,
   keptWith,
   type AnswerSource,
@@ -190,6 +191,41 @@ describe('AnswerCache', () => {
 
 /** A body as the text it sends. */
 const text = (body: string | Buffer): string => (typeof body === 'string' ? body : body.toString('utf8'));
+
+describe('deepFreeze', () => {
+  it('freezes every object and array within, whatever its prototype, and leaves the values as they were', () => {
+    const shared = { name: 'Vendor' };
+    const value = {
+      calls: [
+        { id: 'a', orders: [{ vendor: shared, details: Object.assign(Object.create(null), { quantity: 500 }) }] },
+        { id: 'b', orders: [], vessel: null, eta: undefined },
+      ],
+      vendor: shared,
+      total: 2,
+    };
+    const before = JSON.stringify(value);
+    expect(deepFreeze(value)).toBe(value);
+    const objects: object[] = [];
+    const collect = (v: unknown): void => {
+      if (v === null || typeof v !== 'object') return;
+      objects.push(v);
+      for (const item of Object.values(v)) collect(item);
+    };
+    collect(value);
+    expect(objects).toHaveLength(10);
+    expect(objects.filter((o) => !Object.isFrozen(o))).toEqual([]);
+    expect(JSON.stringify(value)).toBe(before);
+  });
+
+  it('leaves what is already frozen as it is and passes primitives through', () => {
+    const inner = { open: true };
+    const done = Object.freeze({ inner });
+    expect(deepFreeze({ done }).done.inner).toBe(inner);
+    expect(Object.isFrozen(inner)).toBe(false);
+    expect(deepFreeze(3)).toBe(3);
+    expect(deepFreeze(null)).toBe(null);
+  });
+});
 
 describe('bodyOf', () => {
   it('writes what JSON.stringify writes, envelopes around kept parts included, in UTF-8', () => {
