@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import { preparedInsert } from '../db/prepared.js';
+import { preparedInserts, type InsertBatch } from '../db/prepared.js';
 import type { Clock } from '../kernel/clock.js';
 import { traceparentOf } from '../kernel/trace-context.js';
 import type { DomainEvent, EventPublisher } from '../kernel/events.js';
@@ -15,7 +15,9 @@ export interface EventDraft {
 /**
  * Writes the events in the caller's transaction (a prepared insert each, src/db/prepared.ts), so
  * they commit (or roll back) with the change. Call inside the transaction; after it commits, hand
- * the returned events to `services.events.publish(...)` for live delivery.
+ * the returned events to `services.events.publish(...)` for live delivery. `rows`, the change's own
+ * rows not yet written (a new order and its history row), are written first, in the same round
+ * trip where the database allows (`preparedInserts`).
  *
  *   const events = await em.transactional(async (tx) => { ...change...; return stageEvents(tx, deps, drafts); });
  *   await deps.events.publish(events);
@@ -24,8 +26,12 @@ export async function stageEvents(
   em: EntityManager,
   deps: { clock: Clock; events: EventPublisher },
   drafts: EventDraft[],
+  rows: readonly InsertBatch[] = [],
 ): Promise<DomainEvent[]> {
-  if (drafts.length === 0) return [];
+  if (drafts.length === 0) {
+    await preparedInserts(em, rows);
+    return [];
+  }
   const occurredAt = deps.clock.now();
   // A live publisher publishes these after commit; otherwise (the CLI) the outbox worker relays them.
   const relay = !deps.events.live;
@@ -42,7 +48,7 @@ export async function stageEvents(
       traceparent,
     }),
   );
-  await preparedInsert(em, EventRecord, records);
+  await preparedInserts(em, [...rows, { entity: EventRecord, items: records }]);
   return records.map((record) => ({
     id: record.id,
     type: record.type,

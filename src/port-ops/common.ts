@@ -2,7 +2,16 @@ import { isUniqueViolation } from '../db/errors.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import { type EntityClass, type EntityName, type FilterQuery, type QueryOrderMap } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
-import { preparedIn, preparedInsert, preparedLock, preparedPage, preparedUpdate } from '../db/prepared.js';
+import {
+  preparedIn,
+  preparedInsert,
+  preparedLockJoined,
+  preparedPage,
+  preparedUpdate,
+  type InsertBatch,
+  type JoinedRows,
+  type LockJoin,
+} from '../db/prepared.js';
 import type { Page } from '../gateway/schema/connection.js';
 import { stageEvents, type EventDraft } from '../events/stage.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
@@ -13,14 +22,18 @@ import type { ServiceDeps } from '../kernel/deps.js';
 /** What a port-ops service needs from the outside world: the one shape of every domain service. */
 export type Deps = ServiceDeps;
 
-/** Runs a change in one transaction with its staged events, then publishes them after commit. */
+/**
+ * Runs a change in one transaction with its staged events, then publishes them after commit. The
+ * change may leave rows to insert (`rows`: a new order, a history row): they are written with the
+ * events, in one round trip on PostgreSQL (`preparedInserts`), in the order given.
+ */
 export async function commit<T>(
   deps: Deps,
-  change: (tx: EntityManager) => Promise<{ result: T; drafts: EventDraft[] }>,
+  change: (tx: EntityManager) => Promise<{ result: T; drafts: EventDraft[]; rows?: InsertBatch[] }>,
 ): Promise<T> {
   const { result, events } = await deps.em.transactional(async (tx) => {
-    const { result, drafts } = await change(tx);
-    return { result, events: await stageEvents(tx, deps, drafts) };
+    const { result, drafts, rows } = await change(tx);
+    return { result, events: await stageEvents(tx, deps, drafts, rows) };
   });
   await deps.events.publish(events);
   return result;
@@ -37,16 +50,22 @@ export async function recordChange(
   actor: string,
   recordedAt: Date,
 ): Promise<void> {
-  const change = Object.assign(new StatusChange(), {
-    subjectType,
-    subjectId,
-    from,
-    to,
-    at,
-    actor,
-    recordedAt,
-  });
-  await preparedInsert(tx, StatusChange, [change]);
+  await preparedInsert(tx, StatusChange, [
+    statusChange(subjectType, subjectId, from, to, at, actor, recordedAt),
+  ]);
+}
+
+/** One status-history row, not yet written (`recordChange` writes it; `commit` takes it as a row). */
+export function statusChange(
+  subjectType: StatusSubject,
+  subjectId: string,
+  from: string | null,
+  to: string,
+  at: Date,
+  actor: string,
+  recordedAt: Date,
+): StatusChange {
+  return Object.assign(new StatusChange(), { subjectType, subjectId, from, to, at, actor, recordedAt });
 }
 
 /** The 409 for a move a state machine does not allow, naming both states and the legal ones. */
@@ -115,32 +134,48 @@ export async function guardedUpdate<T extends object>(
 
 /**
  * Locks a port call's row until commit and reads it, in one statement (src/db/prepared.ts,
- * `preparedLock`), so it cannot be moved or deleted between the caller's checks and writes. With a
- * principal, the call must be theirs (404 otherwise); without one, `id` comes from a row the caller
- * was already allowed to read. The call is a plain snapshot, outside the identity map.
+ * `preparedLockJoined`), so it cannot be moved or deleted between the caller's checks and writes,
+ * with the rows of `joins` the caller checks against (a new order's vendor, the call's port) read
+ * in the same statement. With a principal, the call must be theirs (404 otherwise); without one,
+ * `id` comes from a row the caller was already allowed to read. The call is a plain snapshot,
+ * outside the identity map.
  */
-export async function lockPortCall(tx: EntityManager, id: string, principal?: Principal): Promise<PortCall> {
+export async function lockPortCall<const J extends readonly LockJoin[] = []>(
+  tx: EntityManager,
+  id: string,
+  principal?: Principal,
+  joins?: J,
+): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
   if (!isUuid(id)) throw notFound('PortCall', id);
-  const call = await preparedLock(tx, PortCall, { id, ...(principal ? tenant(principal) : {}) });
-  if (!call) throw notFound('PortCall', id);
-  return call;
+  const locked = await preparedLockJoined(
+    tx,
+    PortCall,
+    { id, ...(principal ? tenant(principal) : {}) },
+    joins ?? ([] as unknown as J),
+  );
+  if (!locked) throw notFound('PortCall', id);
+  return { call: locked.row, joined: locked.joined };
 }
 
 /** A call that has departed or been cancelled takes no new work and no further changes. */
 export const isFinishedCall = (status: PortCallStatus): boolean =>
   status === PortCallStatus.DEPARTED || status === PortCallStatus.CANCELLED;
 
-/** Locks the call (the principal's, when given) for the rest of the transaction, then checks it still takes work. */
-export async function lockOpenCall(
+/**
+ * Locks the call (the principal's, when given) for the rest of the transaction, with `joins` as
+ * `lockPortCall` reads them, then checks it still takes work.
+ */
+export async function lockOpenCall<const J extends readonly LockJoin[] = []>(
   tx: EntityManager,
   callId: string,
   refusal: (call: PortCall) => string,
   principal?: Principal,
-): Promise<PortCall> {
-  const call = await lockPortCall(tx, callId, principal);
-  if (isFinishedCall(call.status))
-    throw conflict(refusal(call), { status: call.status, portCallId: call.id });
-  return call;
+  joins?: J,
+): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
+  const locked = await lockPortCall(tx, callId, principal, joins);
+  if (isFinishedCall(locked.call.status))
+    throw conflict(refusal(locked.call), { status: locked.call.status, portCallId: locked.call.id });
+  return locked;
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Page } from '../gateway/schema/connection.js';
-import { badInput, conflict } from '../kernel/errors.js';
+import { badInput, conflict, notFound } from '../kernel/errors.js';
+import { isUuid } from '../kernel/ids.js';
 import type { Principal } from '../kernel/principal.js';
 import type { EventDraft } from '../events/stage.js';
 import { parseDate } from '../kernel/dates.js';
@@ -14,7 +15,7 @@ import {
   guardedUpdate,
   illegalMove,
   lockOpenCall,
-  recordChange,
+  statusChange,
   tenant,
   type Deps,
 } from './common.js';
@@ -24,11 +25,12 @@ import {
   ServiceOrder,
   ServiceOrderStatus,
   ServiceType,
+  StatusChange,
   StatusSubject,
   Vendor,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
-import { preparedIn, preparedInsert } from '../db/prepared.js';
+import { preparedInserts } from '../db/prepared.js';
 
 export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
   {
@@ -78,18 +80,25 @@ export async function createServiceOrder(
   const serviceType = parseEnum(ServiceType, input.serviceType, 'serviceType');
   const details = parseServiceDetails(serviceType, input.details);
   const requestedFor = parseDate(input.requestedFor, 'requestedFor');
+  const vendorId = input.vendorId;
   return commit(deps, async (tx) => {
-    const call = await lockOpenCall(
+    // The call locked, the vendor and the call's port read, in one statement; an id that is no
+    // UUID matches no vendor (and is not sent), and is refused after the call's checks as before.
+    const {
+      call,
+      joined: [vendor, port],
+    } = await lockOpenCall(
       tx,
       input.portCallId,
       ({ id, status }) =>
         `Port call ${id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
       principal,
+      [
+        { entity: Vendor, where: isUuid(vendorId) ? { id: vendorId, ...tenant(principal) } : { id: null } },
+        { entity: Port, on: 'portId' },
+      ],
     );
-    const vendor = await findOwned(tx, Vendor, 'Vendor', principal, input.vendorId, {
-      disableIdentityMap: true,
-    });
-    const [port] = await preparedIn(tx, Port, 'id', [call.portId]);
+    if (!vendor) throw notFound('Vendor', vendorId);
     if (!port) throw new Error(`port ${call.portId} of port call ${call.id} vanished`);
     if (!vendor.active)
       throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
@@ -121,9 +130,8 @@ export async function createServiceOrder(
     });
     // The row before its history row: the history's version trigger finds the account through it
     // (one it cannot find moves the shared version, which would stale every account's answers).
-    await preparedInsert(tx, ServiceOrder, [order]);
-    await recordChange(
-      tx,
+    // Both are written with the event, in one round trip on PostgreSQL (`commit`).
+    const change = statusChange(
       StatusSubject.SERVICE_ORDER,
       order.id,
       null,
@@ -141,18 +149,25 @@ export async function createServiceOrder(
           payload: { serviceOrder: serviceOrderSnapshot(order) },
         },
       ],
+      rows: [
+        { entity: ServiceOrder, items: [order] },
+        { entity: StatusChange, items: [change] },
+      ],
     };
   });
 }
 
-/** One guarded order move inside a transaction: the write, its history row and its event. */
+/**
+ * One guarded order move inside a transaction: the write, then its history row and its event for
+ * the caller to write (with the other rows of its transaction, in one round trip on PostgreSQL).
+ */
 async function moveOrder(
   tx: EntityManager,
   order: ServiceOrder,
   to: ServiceOrderStatus,
   now: Date,
   actor: string,
-): Promise<EventDraft> {
+): Promise<{ change: StatusChange; draft: EventDraft }> {
   const from = order.status;
   const values = {
     status: to,
@@ -160,18 +175,21 @@ async function moveOrder(
     ...(to === ServiceOrderStatus.COMPLETED ? { completedAt: now } : {}),
   };
   await guardedUpdate(tx, ServiceOrder, 'Service order', order.id, { status: from }, values);
-  await recordChange(tx, StatusSubject.SERVICE_ORDER, order.id, from, to, now, actor, now);
   Object.assign(order, values);
+  const change = statusChange(StatusSubject.SERVICE_ORDER, order.id, from, to, now, actor, now);
   return {
-    type: 'service_order.status_changed',
-    accountId: order.accountId,
-    payload: {
-      serviceOrderId: order.id,
-      portCallId: order.portCallId,
-      from,
-      to,
-      at: now.toISOString(),
-      actor,
+    change,
+    draft: {
+      type: 'service_order.status_changed',
+      accountId: order.accountId,
+      payload: {
+        serviceOrderId: order.id,
+        portCallId: order.portCallId,
+        from,
+        to,
+        at: now.toISOString(),
+        actor,
+      },
     },
   };
 }
@@ -198,8 +216,8 @@ export async function transitionServiceOrder(
           `Service order ${id} cannot go to ${target}: its port call ${order.portCallId} is ${status} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
       );
     }
-    const draft = await moveOrder(tx, order, target, deps.clock.now(), actor);
-    return { result: order, drafts: [draft] };
+    const { change, draft } = await moveOrder(tx, order, target, deps.clock.now(), actor);
+    return { result: order, drafts: [draft], rows: [{ entity: StatusChange, items: [change] }] };
   });
 }
 
@@ -230,10 +248,11 @@ export async function cancelOrdersOfCall(
       { serviceOrders: working.map((o) => o.id) },
     );
   }
-  const drafts: EventDraft[] = [];
+  const moves = [];
   for (const order of orders)
-    drafts.push(await moveOrder(tx, order, ServiceOrderStatus.CANCELLED, now, actor));
-  return drafts;
+    moves.push(await moveOrder(tx, order, ServiceOrderStatus.CANCELLED, now, actor));
+  await preparedInserts(tx, [{ entity: StatusChange, items: moves.map((m) => m.change) }]);
+  return moves.map((m) => m.draft);
 }
 
 export interface ServiceOrderFilter {

@@ -5,15 +5,20 @@ import {
   preparedIn,
   preparedInJoined,
   preparedInsert,
+  preparedInserts,
   preparedLock,
+  preparedLockJoined,
   preparedPage,
   preparedUpdate,
 } from '../../src/db/prepared.js';
 import {
+  Port,
   PortCall,
   ServiceOrder,
   ServiceOrderStatus,
   ServiceType,
+  StatusChange,
+  StatusSubject,
   Vendor,
 } from '../../src/port-ops/entities.js';
 import { describeEachDialect } from '../helpers/env.js';
@@ -164,8 +169,8 @@ describeEachDialect('prepared reads', (dialect) => {
       // transaction began by taking the database's write lock.
       expect(statements.find((s) => /port_calls/.test(s))).toMatch(
         dialect === 'postgresql'
-          ? /select \* from "port_calls" where .* for no key update \[/i
-          : /select \* from "port_calls" where [^[]*\[/i,
+          ? /select e\.\* from "port_calls" e where .* for no key update of e \[/i
+          : /select e\.\* from "port_calls" e where [^[]*\[/i,
       );
       expect(locked).toBeInstanceOf(PortCall);
       expect(plain([locked!])).toEqual(plain([call]));
@@ -190,6 +195,66 @@ describeEachDialect('prepared reads', (dialect) => {
     // The lock wrote nothing: only the concurrent write moved the account's version.
     const after = await version();
     expect(Number(after[0]!.version) - Number(before[0]!.version)).toBe(1);
+  });
+
+  it('lock one row and read the rows a write checks against in the same statement, locking only the one', async () => {
+    const orm = await expected();
+    const call = orm.calls[0]!;
+    const vendor = orm.orderVendors[0]!;
+    const db = server.database.db;
+    const joins = [
+      { entity: Vendor, where: { id: vendor.id, accountId: vendor.accountId } },
+      { entity: Port, on: 'portId' },
+    ] as const;
+    await expect(preparedLockJoined(db.em(), PortCall, { id: call.id }, joins)).rejects.toThrow(
+      /outside a transaction/,
+    );
+    const port = await db.em().fork().findOneOrFail(Port, { id: call.portId });
+    await db.em().transactional(async (tx) => {
+      statements.length = 0;
+      const locked = await preparedLockJoined(tx as EntityManager, PortCall, { id: call.id }, joins);
+      expect(statements.filter((s) => /port_calls/.test(s))).toHaveLength(1);
+      expect(statements.find((s) => /port_calls/.test(s))).toMatch(
+        dialect === 'postgresql' ? / for no key update of e \[/ : /left join "ports" j1 on [^[]*\[/,
+      );
+      expect(plain([locked!.row])).toEqual(plain([call]));
+      const [joinedVendor, joinedPort] = locked!.joined;
+      expect(joinedVendor).toBeInstanceOf(Vendor);
+      expect(plain([joinedVendor!])).toEqual(plain([vendor]));
+      expect(Array.isArray(joinedVendor!.services)).toBe(true);
+      expect(typeof joinedVendor!.active).toBe('boolean');
+      expect(joinedPort).toBeInstanceOf(Port);
+      expect(plain([joinedPort!])).toEqual(plain([port]));
+
+      // A joined row that does not match is undefined; the locked row is still read.
+      const elsewhere = await preparedLockJoined(tx as EntityManager, PortCall, { id: call.id }, [
+        { entity: Vendor, where: { id: vendor.id, accountId: '00000000-0000-4000-8000-000000000000' } },
+      ]);
+      expect(elsewhere?.row.id).toBe(call.id);
+      expect(elsewhere?.joined).toEqual([undefined]);
+      // No locked row, no joined rows.
+      expect(
+        await preparedLockJoined(tx as EntityManager, PortCall, { id: vendor.id }, joins),
+      ).toBeUndefined();
+    });
+    if (dialect !== 'postgresql') return;
+    // Only the call is locked: the vendor it read can be written meanwhile, the call cannot.
+    const order: string[] = [];
+    let callWrite: Promise<unknown> | undefined;
+    await db.em().transactional(async (tx) => {
+      await preparedLockJoined(tx as EntityManager, PortCall, { id: call.id }, joins);
+      await db.em().fork().nativeUpdate(Vendor, { id: vendor.id }, { name: vendor.name });
+      order.push('vendor written');
+      callWrite = db
+        .em()
+        .fork()
+        .nativeUpdate(PortCall, { id: call.id }, { status: call.status })
+        .then(() => order.push('call written'));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      order.push('commit');
+    });
+    await callWrite;
+    expect(order).toEqual(['vendor written', 'commit', 'call written']);
   });
 
   it('insert and update rows as the ORM writes them, only inside a transaction, committing or rolling back with it', async () => {
@@ -285,5 +350,88 @@ describeEachDialect('prepared reads', (dialect) => {
       }),
     ).rejects.toSatisfy(isUniqueViolation);
     expect(await read.fork().findOne(Vendor, { id: again.id })).toBeNull();
+  });
+
+  it('insert the rows of several entities in order, in one statement on PostgreSQL, all or none', async () => {
+    const db = server.database.db;
+    const [call] = (await expected()).calls;
+    const vendor = (name: string): Vendor =>
+      Object.assign(new Vendor(), {
+        accountId: call!.accountId,
+        name,
+        services: [ServiceType.BUNKERING],
+        ports: ['NLRTM'],
+        createdAt: new Date('2026-03-04T05:06:07.089Z'),
+      });
+    const history = (subjectId: string): StatusChange =>
+      Object.assign(new StatusChange(), {
+        subjectType: StatusSubject.SERVICE_ORDER,
+        subjectId,
+        from: null,
+        to: 'REQUESTED',
+        at: new Date('2026-03-04T05:06:07.089Z'),
+        actor: 'test',
+        recordedAt: new Date('2026-03-04T05:06:07.089Z'),
+      });
+    const vendors = [vendor('First Bunkers'), vendor('Second Bunkers')];
+    const order = Object.assign(new ServiceOrder(), {
+      accountId: call!.accountId,
+      portCallId: call!.id,
+      vendorId: vendors[0]!.id,
+      serviceType: ServiceType.BUNKERING,
+      details: { quantity: 1, unit: 'MT', fuelType: 'VLSFO' },
+      createdAt: new Date('2026-03-04T05:06:07.089Z'),
+      updatedAt: new Date('2026-03-04T05:06:07.089Z'),
+    });
+    const changes = [history(order.id)];
+    await expect(preparedInserts(db.em(), [{ entity: Vendor, items: vendors }])).rejects.toThrow(
+      /outside a transaction/,
+    );
+    await db.em().transactional(async (tx) => {
+      statements.length = 0;
+      await preparedInserts(tx as EntityManager, [
+        { entity: Vendor, items: vendors },
+        { entity: ServiceOrder, items: [order] },
+        { entity: StatusChange, items: changes },
+        { entity: Vendor, items: [] },
+      ]);
+      const inserts = statements.filter((s) => /\binsert into\b/.test(s));
+      if (dialect === 'postgresql') {
+        expect(inserts).toHaveLength(1);
+        expect(inserts[0]).toMatch(
+          /with w0 as \(insert into "vendors" .*\), w1 as \(insert into "vendors" .*\), w2 as \(insert into "service_orders" .*\)\) insert into "status_changes" /,
+        );
+      } else {
+        expect(inserts.map((s) => /insert into "(\w+)"/.exec(s)![1])).toEqual([
+          'vendors',
+          'vendors',
+          'service_orders',
+          'status_changes',
+        ]);
+      }
+    });
+    const read = db.em().fork();
+    expect((await read.find(Vendor, { id: vendors.map((v) => v.id) })).map((v) => v.name).sort()).toEqual([
+      'First Bunkers',
+      'Second Bunkers',
+    ]);
+    expect((await read.findOneOrFail(ServiceOrder, { id: order.id })).details).toEqual(order.details);
+    expect(await read.findOneOrFail(StatusChange, { id: changes[0]!.id })).toMatchObject({
+      subjectId: order.id,
+      from: null,
+      to: 'REQUESTED',
+    });
+
+    // A duplicate key in the last row fails the whole write: the rows before it are not there either.
+    const more = [vendor('Third Bunkers')];
+    await expect(
+      db.em().transactional(async (tx) => {
+        await preparedInserts(tx as EntityManager, [
+          { entity: Vendor, items: more },
+          { entity: StatusChange, items: [Object.assign(history(order.id), { id: changes[0]!.id })] },
+        ]);
+      }),
+    ).rejects.toSatisfy(isUniqueViolation);
+    expect(await db.em().fork().findOne(Vendor, { id: more[0]!.id })).toBeNull();
   });
 });
