@@ -35,7 +35,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { CapturedAnswer } from './ceiling.js';
-import { CLOCK_TICKS, cpuTicks, localPostmaster, serverTicks } from './proc.js';
+import { CLOCK_TICKS, cpuTicks, localPostmaster, mainThreadTicks, serverTicks } from './proc.js';
 import type {
   BenchKeys as Keys,
   BenchRequest,
@@ -325,6 +325,8 @@ interface Sample {
   non2xx: number;
   /** CPU time (user + system, every thread) of the answering process per request, in µs. */
   cpuUs?: number;
+  /** The same of its main thread alone (the event loop), in µs. */
+  loopCpuUs?: number;
   /** CPU time of the whole local PostgreSQL server (every backend and helper process) per request, in µs. */
   databaseCpuUs?: number;
 }
@@ -355,6 +357,7 @@ async function measure(keys: Keys, p: Probe, seconds: number, postmaster?: numbe
   const s = p.scenario;
   const next = p.next;
   const cpuBefore = cpuTicks(p.pid);
+  const loopBefore = mainThreadTicks(p.pid);
   const databaseBefore = serverTicks(postmaster);
   const result = await autocannon({
     url: p.url + p.path,
@@ -375,12 +378,14 @@ async function measure(keys: Keys, p: Probe, seconds: number, postmaster?: numbe
     duration: seconds,
   });
   const cpuAfter = cpuTicks(p.pid);
+  const loopAfter = mainThreadTicks(p.pid);
   const databaseAfter = serverTicks(postmaster);
   const perRequest = (before: number | undefined, after: number | undefined) =>
     before !== undefined && after !== undefined && result.requests.total > 0
       ? ((after - before) * 1e6) / CLOCK_TICKS / result.requests.total
       : undefined;
   const cpuUs = perRequest(cpuBefore, cpuAfter);
+  const loopCpuUs = perRequest(loopBefore, loopAfter);
   const databaseCpuUs = perRequest(databaseBefore, databaseAfter);
   return {
     name: p.name,
@@ -390,6 +395,7 @@ async function measure(keys: Keys, p: Probe, seconds: number, postmaster?: numbe
     errors: result.errors,
     non2xx: result.non2xx,
     ...(cpuUs !== undefined ? { cpuUs } : {}),
+    ...(loopCpuUs !== undefined ? { loopCpuUs } : {}),
     ...(databaseCpuUs !== undefined ? { databaseCpuUs } : {}),
   };
 }
@@ -627,6 +633,9 @@ async function main(): Promise<void> {
         p50: median(rounds.map((x) => x.p50)),
         p99: median(rounds.map((x) => x.p99)),
         ...(rounds.every((x) => x.cpuUs !== undefined) ? { cpuUs: median(rounds.map((x) => x.cpuUs!)) } : {}),
+        ...(rounds.every((x) => x.loopCpuUs !== undefined)
+          ? { loopCpuUs: median(rounds.map((x) => x.loopCpuUs!)) }
+          : {}),
         ...(rounds.every((x) => x.databaseCpuUs !== undefined)
           ? { databaseCpuUs: median(rounds.map((x) => x.databaseCpuUs!)) }
           : {}),
@@ -674,7 +683,7 @@ async function main(): Promise<void> {
   // PostgreSQL on this machine: its CPU per request beside the gateway's (on SQLite it is the gateway's).
   const withDatabase = rows.some((r) => r.databaseCpuUs !== undefined);
   console.log(
-    `| scenario | req/s | p50 ms | p99 ms | server CPU µs/req |${withDatabase ? ' PostgreSQL CPU µs/req |' : ''} share of its ceiling (median of rounds; lowest–highest) |`,
+    `| scenario | req/s | p50 ms | p99 ms | server CPU µs/req (event loop) |${withDatabase ? ' PostgreSQL CPU µs/req |' : ''} share of its ceiling (median of rounds; lowest–highest) |`,
   );
   console.log(`|---|---:|---:|---:|---:|${withDatabase ? '---:|' : ''}---:|`);
   for (const r of rows) {
@@ -685,7 +694,10 @@ async function main(): Promise<void> {
       r.hitRate !== undefined
         ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
         : '';
-    const cpuText = r.cpuUs !== undefined ? r.cpuUs.toFixed(0) : '—';
+    const cpuText =
+      r.cpuUs === undefined
+        ? '—'
+        : `${r.cpuUs.toFixed(0)}${r.loopCpuUs !== undefined ? ` (${r.loopCpuUs.toFixed(0)})` : ''}`;
     const databaseText = !withDatabase
       ? ''
       : ` ${p.kind.endsWith('ceiling') || r.databaseCpuUs === undefined ? '—' : r.databaseCpuUs.toFixed(0)} |`;
