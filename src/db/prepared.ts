@@ -582,9 +582,12 @@ export async function preparedLock<T extends object>(
 /**
  * A row of another entity that `preparedLockJoined` reads beside the locked row: the one matching
  * its own condition (`where`), or the one whose primary key the locked row's `on` property holds.
+ * With `lock`, that row is the one locked instead of the main row (an order read by its id, its
+ * call locked).
  */
 export type LockJoin<E extends object = object> =
-  { entity: EntityClass<E>; where: Record<string, unknown> } | { entity: EntityClass<E>; on: string };
+  | { entity: EntityClass<E>; where: Record<string, unknown> }
+  | { entity: EntityClass<E>; on: string; lock?: boolean };
 
 /** The rows `preparedLockJoined` read for its joins, in their order: undefined where none matched. */
 export type JoinedRows<J extends readonly LockJoin[]> = {
@@ -595,9 +598,10 @@ export type JoinedRows<J extends readonly LockJoin[]> = {
  * `preparedLock`, and in the same statement one row of each of `joins`: what a write checks before
  * it writes (the vendor of a new order, the call's port) in the round trip that locks its row, so
  * a write on PostgreSQL waits for the database, and for the event loop to come back to it, once
- * instead of once per row. Only the row of `entity` is locked (`for no key update of` it); the
- * joined rows are read as any read inside the transaction reads them. Undefined when no row of
- * `entity` matches; a joined row that does not exist is undefined in `joined`.
+ * instead of once per row. Only one row is locked (`for no key update of` it): the row of `entity`,
+ * or the joined row marked `lock`; the others are read as any read inside the transaction reads
+ * them. Undefined when no row of `entity` matches (or, with a joined row to lock, when that row does
+ * not exist); any other joined row that does not exist is undefined in `joined`.
  */
 export async function preparedLockJoined<T extends object, const J extends readonly LockJoin[]>(
   em: EntityManager,
@@ -613,6 +617,9 @@ export async function preparedLockJoined<T extends object, const J extends reado
   const postgres = isPostgresClient(em.getKnex().client);
   const values: unknown[] = [];
   const keyParts: string[] = [];
+  const locking = joins.findIndex((join) => 'lock' in join && join.lock);
+  if (joins.some((join, i) => i > locking && locking >= 0 && 'lock' in join && join.lock))
+    throw new Error('preparedLockJoined: one row is locked, not several');
   const sides = joins.map((join, i) => {
     const joinedMeta = metadata.get(join.entity.name);
     const alias = `j${i}`;
@@ -621,7 +628,7 @@ export async function preparedLockJoined<T extends object, const J extends reado
     let on: string;
     if ('on' in join) {
       on = `${alias}."${primary}" = e.${columnOf(meta, join.on)}`;
-      keyParts.push(`${joinedMeta.tableName}@${join.on}`);
+      keyParts.push(`${joinedMeta.tableName}@${join.on}${i === locking ? '!' : ''}`);
     } else {
       const terms = termsOf(joinedMeta, join.where, alias);
       if (terms.shape.length === 0)
@@ -639,8 +646,12 @@ export async function preparedLockJoined<T extends object, const J extends reado
   const key = `lockjoined|${postgres ? 'pg' : 'sqlite'}|${meta.tableName}|${shape.join('&')}|${keyParts.join('|')}`;
   let sql = texts.get(key);
   if (!sql) {
-    const joined = sides.map((j) => `left join "${j.joinedMeta.tableName}" ${j.alias} on ${j.on}`);
-    sql = `select ${['e.*', ...sides.flatMap((j) => j.columns)].join(', ')} from "${meta.tableName}" e ${joined.join(' ')} where ${shape.join(' and ')}${postgres ? ' for no key update of e' : ''}`;
+    // The locked row is inner-joined: PostgreSQL locks no row on the nullable side of an outer join.
+    const joined = sides.map(
+      (j, i) => `${i === locking ? 'join' : 'left join'} "${j.joinedMeta.tableName}" ${j.alias} on ${j.on}`,
+    );
+    const locked = locking >= 0 ? sides[locking]!.alias : 'e';
+    sql = `select ${['e.*', ...sides.flatMap((j) => j.columns)].join(', ')} from "${meta.tableName}" e ${joined.join(' ')} where ${shape.join(' and ')}${postgres ? ` for no key update of ${locked}` : ''}`;
     texts.set(key, sql);
   }
   const reader: Reader<{ items: T[]; joined: Array<object | undefined> }> = {

@@ -14,6 +14,7 @@ import {
   findPage,
   guardedUpdate,
   illegalMove,
+  isFinishedCall,
   lockOpenCall,
   statusChange,
   tenant,
@@ -30,7 +31,7 @@ import {
   Vendor,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
-import { preparedInserts } from '../db/prepared.js';
+import { preparedInserts, preparedLockJoined } from '../db/prepared.js';
 
 export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
   {
@@ -203,17 +204,22 @@ export async function transitionServiceOrder(
   const target = parseEnum(ServiceOrderStatus, to, 'status');
   const actor = actorOf(principal);
   return commit(deps, async (tx) => {
-    const order = await findOwned(tx, ServiceOrder, 'ServiceOrder', principal, id, {
-      disableIdentityMap: true,
-    });
+    if (!isUuid(id)) throw notFound('ServiceOrder', id);
+    // The order read and its call locked, in one statement: no move of the call can come between
+    // the check that it still takes work and the order's move.
+    const locked = await preparedLockJoined(tx, ServiceOrder, { id, ...tenant(principal) }, [
+      { entity: PortCall, on: 'portCallId', lock: true },
+    ]);
+    if (!locked) throw notFound('ServiceOrder', id);
+    const order = locked.row;
+    // The locked row is inner-joined: an order read is an order with its call.
+    const callStatus = locked.joined[0]!.status;
     const allowed = SERVICE_ORDER_TRANSITIONS[order.status];
     if (!allowed.includes(target)) throw illegalMove('Service order', order.status, target, allowed);
-    if (NEEDS_OPEN_CALL.includes(target)) {
-      await lockOpenCall(
-        tx,
-        order.portCallId,
-        ({ status }) =>
-          `Service order ${id} cannot go to ${target}: its port call ${order.portCallId} is ${status} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
+    if (NEEDS_OPEN_CALL.includes(target) && isFinishedCall(callStatus)) {
+      throw conflict(
+        `Service order ${id} cannot go to ${target}: its port call ${order.portCallId} is ${callStatus} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
+        { status: callStatus, portCallId: order.portCallId },
       );
     }
     const { change, draft } = await moveOrder(tx, order, target, deps.clock.now(), actor);

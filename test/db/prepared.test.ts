@@ -257,6 +257,50 @@ describeEachDialect('prepared reads', (dialect) => {
     expect(order).toEqual(['vendor written', 'commit', 'call written']);
   });
 
+  it('lock a joined row instead of the one read: an order read by its id, its call locked', async () => {
+    const orm = await expected();
+    const anOrder = orm.orders[0]!;
+    const db = server.database.db;
+    const joins = [{ entity: PortCall, on: 'portCallId', lock: true }] as const;
+    const order: string[] = [];
+    let callWrite: Promise<unknown> | undefined;
+    await db.em().transactional(async (tx) => {
+      statements.length = 0;
+      const locked = await preparedLockJoined(tx as EntityManager, ServiceOrder, { id: anOrder.id }, joins);
+      expect(locked?.row.id).toBe(anOrder.id);
+      expect(locked?.joined[0]).toBeInstanceOf(PortCall);
+      expect(locked?.joined[0]?.id).toBe(anOrder.portCallId);
+      const sql = statements.find((s) => /from "service_orders" e /.test(s));
+      expect(sql).toMatch(
+        dialect === 'postgresql'
+          ? / join "port_calls" j0 on j0\."id" = e\."port_call_id" where .* for no key update of j0 \[/
+          : / join "port_calls" j0 on j0\."id" = e\."port_call_id" where [^[]*\[/,
+      );
+      expect(sql).not.toMatch(/left join "port_calls"/);
+      await expect(
+        preparedLockJoined(tx as EntityManager, ServiceOrder, { id: anOrder.id }, [...joins, ...joins]),
+      ).rejects.toThrow(/one row is locked, not several/);
+      if (dialect !== 'postgresql') return;
+      // The order it read can be written meanwhile; its call waits for this transaction.
+      await db.em().fork().nativeUpdate(ServiceOrder, { id: anOrder.id }, { status: anOrder.status });
+      order.push('order written');
+      callWrite = db
+        .em()
+        .fork()
+        .nativeUpdate(
+          PortCall,
+          { id: anOrder.portCallId },
+          { status: orm.calls.find((c) => c.id === anOrder.portCallId)!.status },
+        )
+        .then(() => order.push('call written'));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      order.push('commit');
+    });
+    if (dialect !== 'postgresql') return;
+    await callWrite;
+    expect(order).toEqual(['order written', 'commit', 'call written']);
+  });
+
   it('insert and update rows as the ORM writes them, only inside a transaction, committing or rolling back with it', async () => {
     const db = server.database.db;
     const orm = await expected();
