@@ -197,7 +197,10 @@ describe('deepFreeze', () => {
     const shared = { name: 'Vendor' };
     const value = {
       calls: [
-        { id: 'a', orders: [{ vendor: shared, details: Object.assign(Object.create(null), { quantity: 500 }) }] },
+        {
+          id: 'a',
+          orders: [{ vendor: shared, details: Object.assign(Object.create(null), { quantity: 500 }) }],
+        },
         { id: 'b', orders: [], vessel: null, eta: undefined },
       ],
       vendor: shared,
