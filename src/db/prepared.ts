@@ -715,6 +715,13 @@ export async function preparedInsert<T extends object>(
   await preparedInserts(em, [{ entity, items }]);
 }
 
+/**
+ * Rows one statement of `preparedInserts` writes at most on PostgreSQL: a write's few rows go in one,
+ * and a batch of hundreds (an ingest's events) in statements the planner handles as quickly, far
+ * under the protocol's 65,535 bound values.
+ */
+const ROWS_PER_STATEMENT = 16;
+
 /** Rows of one entity for `preparedInserts`. */
 export interface InsertBatch<T extends object = object> {
   entity: EntityClass<T>;
@@ -723,12 +730,12 @@ export interface InsertBatch<T extends object = object> {
 
 /**
  * `preparedInsert` of several entities' rows, in the order given, in as few round trips as the
- * database allows: on PostgreSQL one statement, every row but the last a data-modifying `with`
- * part (a change's row, its history row and its event: three round trips in one); on SQLite a
- * statement each, as before (they run on the connection without waiting). Within the one statement
- * PostgreSQL inserts the rows in no set order and fires the tables' statement triggers after all of
- * them, so the rows may not refer to each other by a foreign key, and a trigger that looks one up
- * (a history row's subject) finds it.
+ * database allows: on PostgreSQL one statement per ROWS_PER_STATEMENT rows, every row but the last a
+ * data-modifying `with` part (a change's row, its history row and its event: three round trips in
+ * one); on SQLite a statement each, as before (they run on the connection without waiting). Within
+ * one statement PostgreSQL inserts the rows in no set order (a table read without an order may list
+ * them in any) and fires the tables' statement triggers after all of them, so the rows may not refer
+ * to each other by a foreign key, and a trigger that looks one up (a history row's subject) finds it.
  */
 export async function preparedInserts(em: EntityManager, batches: readonly InsertBatch[]): Promise<void> {
   const rows: Array<{ key: string; sql: string; values: unknown[] }> = [];
@@ -736,23 +743,29 @@ export async function preparedInserts(em: EntityManager, batches: readonly Inser
     if (!em.getTransactionContext()) throw new Error(`preparedInsert(${entity.name}) outside a transaction`);
     for (const item of items) rows.push(insertOf(em, entity, item));
   }
-  if (rows.length === 0) return;
-  if (rows.length === 1 || !isPostgresClient(em.getKnex().client)) {
+  if (!isPostgresClient(em.getKnex().client)) {
     for (const row of rows) await write(em, row.sql, row.values);
     return;
   }
-  const key = `inserts|${rows.map((r) => r.key).join('|')}`;
-  let sql = texts.get(key);
-  if (!sql) {
-    const parts = rows.slice(0, -1).map((row, i) => `w${i} as (${row.sql})`);
-    sql = `with ${parts.join(', ')} ${rows[rows.length - 1]!.sql}`;
-    texts.set(key, sql);
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+    if (chunk.length === 1) {
+      await write(em, chunk[0]!.sql, chunk[0]!.values);
+      continue;
+    }
+    const key = `inserts|${chunk.map((r) => r.key).join('|')}`;
+    let sql = texts.get(key);
+    if (!sql) {
+      const parts = chunk.slice(0, -1).map((row, n) => `w${n} as (${row.sql})`);
+      sql = `with ${parts.join(', ')} ${chunk[chunk.length - 1]!.sql}`;
+      texts.set(key, sql);
+    }
+    await write(
+      em,
+      sql,
+      chunk.flatMap((row) => row.values),
+    );
   }
-  await write(
-    em,
-    sql,
-    rows.flatMap((row) => row.values),
-  );
 }
 
 /** The prepared insert of one row of `entity`: its shape's key, its text and its values. */

@@ -466,6 +466,23 @@ describeEachDialect('prepared reads', (dialect) => {
       to: 'REQUESTED',
     });
 
+    // Many rows go in statements of at most 16 rows on PostgreSQL (33: 16, 16 and a plain insert).
+    const many = Array.from({ length: 33 }, () => history(order.id));
+    await db.em().transactional(async (tx) => {
+      statements.length = 0;
+      await preparedInserts(tx as EntityManager, [{ entity: StatusChange, items: many }]);
+      const inserts = statements.filter((s) => /\binsert into\b/.test(s));
+      expect(inserts.map((s) => s.match(/insert into/g)!.length)).toEqual(
+        dialect === 'postgresql' ? [16, 16, 1] : Array.from({ length: 33 }, () => 1),
+      );
+    });
+    expect(
+      await db
+        .em()
+        .fork()
+        .count(StatusChange, { id: many.map((c) => c.id) }),
+    ).toBe(33);
+
     // A duplicate key in the last row fails the whole write: the rows before it are not there either.
     const more = [vendor('Third Bunkers')];
     await expect(

@@ -362,7 +362,7 @@ describeEachDialect('liquidity writes: watchlists, scoring profiles, ingestion',
         auditId: expect.stringMatching(/^[0-9a-f]{64}$/),
         asOf: '2026-06-15',
       });
-      const aumEvent = events.find((e) => e.type === 'aum_change')!;
+      const aumEvent = events.find((e) => e.type === 'aum_change' && e.payload.slug === 'harbor-treasury')!;
       expect(aumEvent.payload).toMatchObject({ previousAumUsd: aum.toFixed(2), changePct: -60 });
       const compliance = events.find(
         (e) => e.type === 'compliance_alert' && e.payload.slug === 'meridian-bills',
