@@ -738,11 +738,7 @@ export interface InsertBatch<T extends object = object> {
  * to each other by a foreign key, and a trigger that looks one up (a history row's subject) finds it.
  */
 export async function preparedInserts(em: EntityManager, batches: readonly InsertBatch[]): Promise<void> {
-  const rows: Array<{ key: string; sql: string; values: unknown[] }> = [];
-  for (const { entity, items } of batches) {
-    if (!em.getTransactionContext()) throw new Error(`preparedInsert(${entity.name}) outside a transaction`);
-    for (const item of items) rows.push(insertOf(em, entity, item));
-  }
+  const rows = insertsOf(em, batches);
   if (!isPostgresClient(em.getKnex().client)) {
     for (const row of rows) await write(em, row.sql, row.values);
     return;
@@ -766,6 +762,19 @@ export async function preparedInserts(em: EntityManager, batches: readonly Inser
       chunk.flatMap((row) => row.values),
     );
   }
+}
+
+/** The prepared inserts of every row of `batches`, in order. */
+function insertsOf(
+  em: EntityManager,
+  batches: readonly InsertBatch[],
+): Array<{ key: string; sql: string; values: unknown[] }> {
+  const rows: Array<{ key: string; sql: string; values: unknown[] }> = [];
+  for (const { entity, items } of batches) {
+    if (!em.getTransactionContext()) throw new Error(`preparedInsert(${entity.name}) outside a transaction`);
+    for (const item of items) rows.push(insertOf(em, entity, item));
+  }
+  return rows;
 }
 
 /** The prepared insert of one row of `entity`: its shape's key, its text and its values. */
@@ -804,6 +813,54 @@ export async function preparedUpdate<T extends object>(
   where: Record<string, unknown>,
   values: Record<string, unknown>,
 ): Promise<number> {
+  const update = updateOf(em, { entity, where, values });
+  return write(em, update.sql, update.values);
+}
+
+/** An update for `preparedUpdateWithInserts`: `values` set on the rows `where` matches. */
+export interface UpdateStep<T extends object = object> {
+  entity: EntityClass<T>;
+  where: Record<string, unknown>;
+  values: Record<string, unknown>;
+}
+
+/**
+ * `preparedUpdate`, then `preparedInserts` of `batches`, in one round trip on PostgreSQL: one
+ * statement whose `with` parts are the update (returning its rows) and the inserts, answering the
+ * number of rows the update matched. On SQLite (and for more rows than one statement takes) the
+ * update, then the inserts only if it matched any. In the one statement the inserts are written
+ * whatever the update matched: a caller that expected a row (a guarded move whose row was changed
+ * meanwhile) refuses, and its transaction rolls them back.
+ */
+export async function preparedUpdateWithInserts(
+  em: EntityManager,
+  step: UpdateStep,
+  batches: readonly InsertBatch[],
+): Promise<number> {
+  const update = updateOf(em, step);
+  const rows = insertsOf(em, batches);
+  if (!isPostgresClient(em.getKnex().client) || rows.length >= ROWS_PER_STATEMENT) {
+    const changed = await write(em, update.sql, update.values);
+    if (changed > 0) await preparedInserts(em, batches);
+    return changed;
+  }
+  const key = `updated+inserts|${update.key}|${rows.map((r) => r.key).join('|')}`;
+  let sql = texts.get(key);
+  if (!sql) {
+    const parts = [`u as (${update.sql} returning 1)`, ...rows.map((row, n) => `w${n} as (${row.sql})`)];
+    sql = `with ${parts.join(', ')} select count(*) as changed from u`;
+    texts.set(key, sql);
+  }
+  const { items } = await read(em, { arrays: () => (result) => ({ items: result }) }, sql, [
+    ...update.values,
+    ...rows.flatMap((row) => row.values),
+  ]);
+  return Number(items[0]?.[0] ?? 0);
+}
+
+/** The prepared update of `step`: its shape's key, its text and its values. */
+function updateOf(em: EntityManager, step: UpdateStep): { key: string; sql: string; values: unknown[] } {
+  const { entity, where, values } = step;
   if (!em.getTransactionContext()) throw new Error(`preparedUpdate(${entity.name}) outside a transaction`);
   const meta = em.getMetadata().get(entity.name);
   const { shape, values: bound } = termsOf(meta, where);
@@ -822,7 +879,7 @@ export async function preparedUpdate<T extends object>(
     sql = `update "${meta.tableName}" set ${setProps.map((p) => `"${p.fieldNames[0]}" = ?`).join(', ')} where ${shape.join(' and ')}`;
     texts.set(key, sql);
   }
-  return write(em, sql, [...setProps.map((p) => databaseValue(platform, p, values[p.name])), ...bound]);
+  return { key, sql, values: [...setProps.map((p) => databaseValue(platform, p, values[p.name])), ...bound] };
 }
 
 /** A prepared better-sqlite3 statement that changes rows. */

@@ -1,5 +1,10 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import { preparedInserts, type InsertBatch } from '../db/prepared.js';
+import {
+  preparedInserts,
+  preparedUpdateWithInserts,
+  type InsertBatch,
+  type UpdateStep,
+} from '../db/prepared.js';
 import type { Clock } from '../kernel/clock.js';
 import { traceparentOf } from '../kernel/trace-context.js';
 import type { DomainEvent, EventPublisher } from '../kernel/events.js';
@@ -17,7 +22,8 @@ export interface EventDraft {
  * src/db/prepared.ts), so they commit (or roll back) with the change. Call inside the transaction; after it commits, hand
  * the returned events to `services.events.publish(...)` for live delivery. `rows`, the change's own
  * rows not yet written (a new order and its history row), are written first, in the same round
- * trip where the database allows (`preparedInserts`).
+ * trip where the database allows (`preparedInserts`), and so is `guarded`, the change's own guarded
+ * update (an order's move), before them (`preparedUpdateWithInserts`).
  *
  *   const events = await em.transactional(async (tx) => { ...change...; return stageEvents(tx, deps, drafts); });
  *   await deps.events.publish(events);
@@ -27,9 +33,10 @@ export async function stageEvents(
   deps: { clock: Clock; events: EventPublisher },
   drafts: EventDraft[],
   rows: readonly InsertBatch[] = [],
+  guarded?: GuardedUpdate,
 ): Promise<DomainEvent[]> {
   if (drafts.length === 0) {
-    await preparedInserts(em, rows);
+    await writeRows(em, rows, guarded);
     return [];
   }
   const occurredAt = deps.clock.now();
@@ -48,7 +55,7 @@ export async function stageEvents(
       traceparent,
     }),
   );
-  await preparedInserts(em, [...rows, { entity: EventRecord, items: records }]);
+  await writeRows(em, [...rows, { entity: EventRecord, items: records }], guarded);
   return records.map((record) => ({
     id: record.id,
     type: record.type,
@@ -56,4 +63,19 @@ export async function stageEvents(
     accountId: record.accountId ?? null,
     payload: record.payload,
   }));
+}
+
+/** An update a change expects to match exactly one row, and the error when it matches none. */
+export interface GuardedUpdate {
+  update: UpdateStep;
+  refused: () => Error;
+}
+
+async function writeRows(
+  em: EntityManager,
+  rows: readonly InsertBatch[],
+  guarded: GuardedUpdate | undefined,
+): Promise<void> {
+  if (!guarded) return preparedInserts(em, rows);
+  if ((await preparedUpdateWithInserts(em, guarded.update, rows)) !== 1) throw guarded.refused();
 }

@@ -13,7 +13,7 @@ import {
   type LockJoin,
 } from '../db/prepared.js';
 import type { Page } from '../gateway/schema/connection.js';
-import { stageEvents, type EventDraft } from '../events/stage.js';
+import { stageEvents, type EventDraft, type GuardedUpdate } from '../events/stage.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
 import { isAdmin, type Principal } from '../kernel/principal.js';
 import { PortCall, PortCallStatus, StatusChange, type StatusSubject } from './entities.js';
@@ -24,16 +24,19 @@ export type Deps = ServiceDeps;
 
 /**
  * Runs a change in one transaction with its staged events, then publishes them after commit. The
- * change may leave rows to insert (`rows`: a new order, a history row): they are written with the
- * events, in one round trip on PostgreSQL (`preparedInserts`), in the order given.
+ * change may leave rows to insert (`rows`: a new order, a history row) and a guarded update
+ * (`guarded`: an order's move): they are written with the events, in one round trip on PostgreSQL
+ * (`preparedInserts`, `preparedUpdateWithInserts`), the update first, the rows in the order given.
  */
 export async function commit<T>(
   deps: Deps,
-  change: (tx: EntityManager) => Promise<{ result: T; drafts: EventDraft[]; rows?: InsertBatch[] }>,
+  change: (
+    tx: EntityManager,
+  ) => Promise<{ result: T; drafts: EventDraft[]; rows?: InsertBatch[]; guarded?: GuardedUpdate }>,
 ): Promise<T> {
   const { result, events } = await deps.em.transactional(async (tx) => {
-    const { result, drafts, rows } = await change(tx);
-    return { result, events: await stageEvents(tx, deps, drafts, rows) };
+    const { result, drafts, rows, guarded } = await change(tx);
+    return { result, events: await stageEvents(tx, deps, drafts, rows, guarded) };
   });
   await deps.events.publish(events);
   return result;
@@ -128,8 +131,12 @@ export async function guardedUpdate<T extends object>(
   values: Partial<Record<keyof T & string, unknown>>,
 ): Promise<void> {
   const affected = await preparedUpdate(tx, entity, { ...expected, id }, values);
-  if (affected !== 1)
-    throw conflict(`${label} ${id} was changed concurrently; reload and retry`, { id, reason: 'CONCURRENT' });
+  if (affected !== 1) throw changedConcurrently(label, id);
+}
+
+/** The 409 of a guarded write whose row another request changed in between. */
+export function changedConcurrently(label: string, id: string): AppError {
+  return conflict(`${label} ${id} was changed concurrently; reload and retry`, { id, reason: 'CONCURRENT' });
 }
 
 /**

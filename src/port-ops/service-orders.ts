@@ -9,6 +9,7 @@ import { parseDate } from '../kernel/dates.js';
 import { parseEnum } from '../kernel/text.js';
 import {
   actorOf,
+  changedConcurrently,
   commit,
   findOwned,
   findPage,
@@ -169,30 +170,34 @@ async function moveOrder(
   now: Date,
   actor: string,
 ): Promise<{ change: StatusChange; draft: EventDraft }> {
+  const move = orderMove(order, to, now, actor);
+  await guardedUpdate(tx, ServiceOrder, 'Service order', order.id, { status: move.from }, move.values);
+  Object.assign(order, move.values);
+  return move;
+}
+
+/** What moving `order` to `to` writes: its new values, its history row and its event. */
+function orderMove(order: ServiceOrder, to: ServiceOrderStatus, now: Date, actor: string) {
   const from = order.status;
   const values = {
     status: to,
     updatedAt: now,
     ...(to === ServiceOrderStatus.COMPLETED ? { completedAt: now } : {}),
   };
-  await guardedUpdate(tx, ServiceOrder, 'Service order', order.id, { status: from }, values);
-  Object.assign(order, values);
   const change = statusChange(StatusSubject.SERVICE_ORDER, order.id, from, to, now, actor, now);
-  return {
-    change,
-    draft: {
-      type: 'service_order.status_changed',
-      accountId: order.accountId,
-      payload: {
-        serviceOrderId: order.id,
-        portCallId: order.portCallId,
-        from,
-        to,
-        at: now.toISOString(),
-        actor,
-      },
+  const draft: EventDraft = {
+    type: 'service_order.status_changed',
+    accountId: order.accountId,
+    payload: {
+      serviceOrderId: order.id,
+      portCallId: order.portCallId,
+      from,
+      to,
+      at: now.toISOString(),
+      actor,
     },
   };
+  return { from, values, change, draft };
 }
 
 export async function transitionServiceOrder(
@@ -222,8 +227,17 @@ export async function transitionServiceOrder(
         { status: callStatus, portCallId: order.portCallId },
       );
     }
-    const { change, draft } = await moveOrder(tx, order, target, deps.clock.now(), actor);
-    return { result: order, drafts: [draft], rows: [{ entity: StatusChange, items: [change] }] };
+    // The guarded move is written with its history row and event, in one round trip on PostgreSQL.
+    const { from, values, change, draft } = orderMove(order, target, deps.clock.now(), actor);
+    return {
+      result: Object.assign(order, values),
+      drafts: [draft],
+      rows: [{ entity: StatusChange, items: [change] }],
+      guarded: {
+        update: { entity: ServiceOrder, where: { id: order.id, status: from }, values },
+        refused: () => changedConcurrently('Service order', order.id),
+      },
+    };
   });
 }
 

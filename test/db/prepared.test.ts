@@ -10,6 +10,7 @@ import {
   preparedLockJoined,
   preparedPage,
   preparedUpdate,
+  preparedUpdateWithInserts,
 } from '../../src/db/prepared.js';
 import {
   Port,
@@ -482,6 +483,41 @@ describeEachDialect('prepared reads', (dialect) => {
         .fork()
         .count(StatusChange, { id: many.map((c) => c.id) }),
     ).toBe(33);
+
+    // A guarded update with rows to insert: one statement on PostgreSQL answering the rows it matched.
+    const guard = {
+      entity: ServiceOrder,
+      where: { id: order.id, status: ServiceOrderStatus.REQUESTED },
+      values: { status: ServiceOrderStatus.CONFIRMED },
+    };
+    const moved = history(order.id);
+    await db.em().transactional(async (tx) => {
+      statements.length = 0;
+      expect(
+        await preparedUpdateWithInserts(tx as EntityManager, guard, [
+          { entity: StatusChange, items: [moved] },
+        ]),
+      ).toBe(1);
+      const writes = statements.filter((s) => /\b(update|insert into) "/.test(s));
+      expect(writes).toHaveLength(dialect === 'postgresql' ? 1 : 2);
+      if (dialect === 'postgresql')
+        expect(writes[0]).toMatch(
+          /with u as \(update "service_orders" .* returning 1\), w0 as \(insert into "status_changes" .*\) select count\(\*\) as changed from u/,
+        );
+    });
+    expect((await db.em().fork().findOneOrFail(ServiceOrder, { id: order.id })).status).toBe('CONFIRMED');
+    expect(await db.em().fork().count(StatusChange, { id: moved.id })).toBe(1);
+    // Matching nothing (the row moved meanwhile) answers 0; SQLite then writes no row either.
+    const late = history(order.id);
+    await db.em().transactional(async (tx) => {
+      expect(
+        await preparedUpdateWithInserts(tx as EntityManager, guard, [
+          { entity: StatusChange, items: [late] },
+        ]),
+      ).toBe(0);
+      if (dialect === 'sqlite')
+        expect(await preparedIn(tx as EntityManager, StatusChange, 'id', [late.id])).toEqual([]);
+    });
 
     // A duplicate key in the last row fails the whole write: the rows before it are not there either.
     const more = [vendor('Third Bunkers')];
