@@ -617,9 +617,9 @@ export async function preparedLockJoined<T extends object, const J extends reado
   const postgres = isPostgresClient(em.getKnex().client);
   const values: unknown[] = [];
   const keyParts: string[] = [];
-  const locking = joins.findIndex((join) => 'lock' in join && join.lock);
-  if (joins.some((join, i) => i > locking && locking >= 0 && 'lock' in join && join.lock))
-    throw new Error('preparedLockJoined: one row is locked, not several');
+  const locks = (join: LockJoin) => 'lock' in join && join.lock === true;
+  if (joins.filter(locks).length > 1) throw new Error('preparedLockJoined: one row is locked, not several');
+  const locking = joins.findIndex(locks);
   const sides = joins.map((join, i) => {
     const joinedMeta = metadata.get(join.entity.name);
     const alias = `j${i}`;
@@ -637,10 +637,7 @@ export async function preparedLockJoined<T extends object, const J extends reado
       values.push(...terms.values);
       keyParts.push(`${joinedMeta.tableName}:${terms.shape.join('&')}`);
     }
-    const columns = joinedMeta.props
-      .filter((p) => p.fieldNames?.length === 1)
-      .map((p) => `${alias}."${p.fieldNames[0]}" as "${alias}__${p.fieldNames[0]}"`);
-    return { joinedMeta, alias, primary, on, columns };
+    return { joinedMeta, alias, primary, on };
   });
   values.push(...own);
   const key = `lockjoined|${postgres ? 'pg' : 'sqlite'}|${meta.tableName}|${shape.join('&')}|${keyParts.join('|')}`;
@@ -651,7 +648,12 @@ export async function preparedLockJoined<T extends object, const J extends reado
       (j, i) => `${i === locking ? 'join' : 'left join'} "${j.joinedMeta.tableName}" ${j.alias} on ${j.on}`,
     );
     const locked = locking >= 0 ? sides[locking]!.alias : 'e';
-    sql = `select ${['e.*', ...sides.flatMap((j) => j.columns)].join(', ')} from "${meta.tableName}" e ${joined.join(' ')} where ${shape.join(' and ')}${postgres ? ` for no key update of ${locked}` : ''}`;
+    const columns = sides.flatMap(({ joinedMeta, alias }) =>
+      joinedMeta.props
+        .filter((p) => p.fieldNames?.length === 1)
+        .map((p) => `${alias}."${p.fieldNames[0]}" as "${alias}__${p.fieldNames[0]}"`),
+    );
+    sql = `select ${['e.*', ...columns].join(', ')} from "${meta.tableName}" e ${joined.join(' ')} where ${shape.join(' and ')}${postgres ? ` for no key update of ${locked}` : ''}`;
     texts.set(key, sql);
   }
   const reader: Reader<{ items: T[]; joined: Array<object | undefined> }> = {
@@ -738,7 +740,14 @@ export interface InsertBatch<T extends object = object> {
  * to each other by a foreign key, and a trigger that looks one up (a history row's subject) finds it.
  */
 export async function preparedInserts(em: EntityManager, batches: readonly InsertBatch[]): Promise<void> {
-  const rows = insertsOf(em, batches);
+  await writeInserts(em, insertsOf(em, batches));
+}
+
+/** The writes of `preparedInserts`, of rows already made into statements (`insertsOf`). */
+async function writeInserts(
+  em: EntityManager,
+  rows: ReadonlyArray<{ key: string; sql: string; values: unknown[] }>,
+): Promise<void> {
   if (!isPostgresClient(em.getKnex().client)) {
     for (const row of rows) await write(em, row.sql, row.values);
     return;
@@ -841,7 +850,7 @@ export async function preparedUpdateWithInserts(
   const rows = insertsOf(em, batches);
   if (!isPostgresClient(em.getKnex().client) || rows.length >= ROWS_PER_STATEMENT) {
     const changed = await write(em, update.sql, update.values);
-    if (changed > 0) await preparedInserts(em, batches);
+    if (changed > 0) await writeInserts(em, rows);
     return changed;
   }
   const key = `updated+inserts|${update.key}|${rows.map((r) => r.key).join('|')}`;

@@ -45,17 +45,9 @@ export async function commit<T>(
 /** Writes one status-history row in the transaction (its subject's row must be written first). */
 export async function recordChange(
   tx: EntityManager,
-  subjectType: StatusSubject,
-  subjectId: string,
-  from: string | null,
-  to: string,
-  at: Date,
-  actor: string,
-  recordedAt: Date,
+  ...row: Parameters<typeof statusChange>
 ): Promise<void> {
-  await preparedInsert(tx, StatusChange, [
-    statusChange(subjectType, subjectId, from, to, at, actor, recordedAt),
-  ]);
+  await preparedInsert(tx, StatusChange, [statusChange(...row)]);
 }
 
 /** One status-history row, not yet written (`recordChange` writes it; `commit` takes it as a row). */
