@@ -3,6 +3,7 @@ import { AccountCalls } from '../../src/port-ops/account-calls.js';
 import { ChangeLog } from '../../src/port-ops/changes.js';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
+import { orderableCall, postBunkers } from './orders.js';
 import { otherWriterBoundMs, servedWithin } from '../helpers/served.js';
 import {
   gql,
@@ -71,24 +72,8 @@ describeEachDialect('the port-call read model', (dialect) => {
 
   /** A new bunkering order on a scheduled call, by a vendor serving the call's port. */
   async function orderBunkers(): Promise<{ call: Json; vendor: Json; orderId: string }> {
-    const calls = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body
-      .data as Json[];
-    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-      .data as Json[];
-    const call = calls.find((c) => vendors.some((v) => v.ports.includes(c.portLocode)))!;
-    const vendor = vendors.find((v) => v.ports.includes(call.portLocode))!;
-    const created = await rest(server.url, '/v1/service-orders', {
-      method: 'POST',
-      key,
-      body: {
-        portCallId: call.id,
-        serviceType: 'BUNKERING',
-        vendorId: vendor.id,
-        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
-      },
-    });
-    expect(created.status, created.text).toBe(201);
-    return { call, vendor, orderId: created.body.id as string };
+    const { call, vendor } = await orderableCall(server.url, key);
+    return { call, vendor, orderId: await postBunkers(server.url, key, call, vendor) };
   }
 
   it('the first read of a version reads by statement, the second builds the model, the third reads none', async () => {

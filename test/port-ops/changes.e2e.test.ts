@@ -4,6 +4,7 @@ import { KEPT_BUMPS } from '../../src/db/migrations/Migration20261201000100PortO
 import { PRUNE_EVERY } from '../../src/db/migrations/Migration20261204000100PruneChangeLog.js';
 import { ChangeLog } from '../../src/port-ops/changes.js';
 import { describeEachDialect } from '../helpers/env.js';
+import { bunkeringVendorAt, orderableCall as orderable, postBunkers } from './orders.js';
 import { parsePrometheus, seriesValue } from '../helpers/prometheus.js';
 import { otherWriterBoundMs, servedWithin } from '../helpers/served.js';
 import {
@@ -88,51 +89,14 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body.data as Json[];
 
   /** A new bunkering order on `call` by a vendor serving its port. */
-  async function orderBunkers(call: Json): Promise<string> {
-    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-      .data as Json[];
-    const vendor = vendors.find((v) => v.ports.includes(call.portLocode));
-    expect(vendor, `a bunkering vendor at ${call.portLocode}`).toBeDefined();
-    const created = await rest(server.url, '/v1/service-orders', {
-      method: 'POST',
-      key,
-      body: {
-        portCallId: call.id,
-        serviceType: 'BUNKERING',
-        vendorId: vendor!.id,
-        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
-      },
-    });
-    expect(created.status, created.text).toBe(201);
-    return created.body.id as string;
-  }
-
-  /** A scheduled call with a bunkering vendor at its port. */
-  async function orderableCall(): Promise<Json> {
-    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-      .data as Json[];
-    const call = (await scheduled()).find((c) => vendors.some((v) => v.ports.includes(c.portLocode)));
-    expect(call).toBeDefined();
-    return call!;
-  }
+  const orderBunkers = async (call: Json): Promise<string> =>
+    postBunkers(server.url, key, call, await bunkeringVendorAt(server.url, key, call));
+  const orderableCall = async (): Promise<Json> => (await orderable(server.url, key)).call;
 
   it('writes a new order in two statements (the call locked with its vendor and port read, then the order, its history row and its event in one on PostgreSQL), and its confirmation in two', async () => {
-    const call = await orderableCall();
-    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-      .data as Json[];
-    const vendor = vendors.find((v) => v.ports.includes(call.portLocode))!;
+    const { call, vendor } = await orderable(server.url, key);
     statements.length = 0;
-    const created = await rest(server.url, '/v1/service-orders', {
-      method: 'POST',
-      key,
-      body: {
-        portCallId: call.id,
-        serviceType: 'BUNKERING',
-        vendorId: vendor.id,
-        details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
-      },
-    });
-    expect(created.status, created.text).toBe(201);
+    const orderId = await postBunkers(server.url, key, call, vendor);
     const locks = statements.filter((s) => /from "port_calls" e /.test(s));
     expect(locks).toHaveLength(1);
     expect(locks[0]).toMatch(/left join "vendors" j0 on .* left join "ports" j1 on j1\."id" = e\."port_id"/);
@@ -153,7 +117,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     // Its confirmation: the order read and its call locked in one statement, then the guarded move,
     // its history row and its event (one statement on PostgreSQL).
     statements.length = 0;
-    const confirmed = await rest(server.url, `/v1/service-orders/${created.body.id}/status`, {
+    const confirmed = await rest(server.url, `/v1/service-orders/${orderId}/status`, {
       method: 'POST',
       key,
       body: { status: 'CONFIRMED' },

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { expectIndexed, readRecorder } from '../helpers/query-plan.js';
+import { orderableCall, postBunkers } from './orders.js';
 import {
   gql,
   rest,
@@ -82,26 +83,9 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
   });
 
   it("a new service order's and its confirmation's locking reads, the vendor and port joined in", async () => {
-    const vendors = (await rest(server.url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-      .data as Json[];
-    const calls = (await rest(server.url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body
-      .data as Json[];
-    const call = calls.find((c) => vendors.some((v) => (v.ports as string[]).includes(c.portLocode)))!;
-    const vendor = vendors.find((v) => (v.ports as string[]).includes(call.portLocode))!;
-    let orderId = '';
+    const { call, vendor } = await orderableCall(server.url, key);
     const statements = await reads.record(async () => {
-      const created = await rest(server.url, '/v1/service-orders', {
-        method: 'POST',
-        key,
-        body: {
-          portCallId: call.id,
-          serviceType: 'BUNKERING',
-          vendorId: vendor.id,
-          details: { quantity: 500, unit: 'MT', fuelType: 'VLSFO' },
-        },
-      });
-      expect(created.status, created.text).toBe(201);
-      orderId = created.body.id as string;
+      const orderId = await postBunkers(server.url, key, call, vendor);
       const confirmed = await rest(server.url, `/v1/service-orders/${orderId}/status`, {
         method: 'POST',
         key,
