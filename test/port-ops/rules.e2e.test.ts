@@ -266,6 +266,33 @@ describeEachDialect('port-ops rules: every error is clear and writes nothing', (
         /Vendor '00000000-0000-4000-8000-000000000000' was not found/,
       ));
 
+    it('a vendor id that is no UUID → 404 naming it, after the call is checked; an order id that is none → 404', async () => {
+      await expectRefused(
+        () => post('/v1/service-orders', order({ vendorId: 'not-a-vendor' })),
+        404,
+        /Vendor 'not-a-vendor' was not found/,
+      );
+      await expectRefused(
+        () =>
+          post(
+            '/v1/service-orders',
+            order({ portCallId: '00000000-0000-4000-8000-000000000000', vendorId: 'not-a-vendor' }),
+          ),
+        404,
+        /PortCall '00000000-0000-4000-8000-000000000000' was not found/,
+      );
+      await expectRefused(
+        () => post('/v1/service-orders/not-an-order/status', { status: 'CONFIRMED' }),
+        404,
+        /ServiceOrder 'not-an-order' was not found/,
+      );
+      await expectRefused(
+        () => post('/v1/service-orders/00000000-0000-4000-8000-000000000000/status', { status: 'CONFIRMED' }),
+        404,
+        /ServiceOrder '00000000-0000-4000-8000-000000000000' was not found/,
+      );
+    });
+
     it('vendor not serving that port → 400 naming the port', () =>
       expectRefused(
         () => post('/v1/service-orders', order({ vendorId: bunkerVendorElsewhere })),
