@@ -23,6 +23,8 @@ export interface Config {
   databaseUrl: string;
   /** SQLite's `synchronous` on the server's and the CLI's connections (SQLITE_SYNCHRONOUS); unused on PostgreSQL. */
   sqliteSynchronous: SqliteSynchronous;
+  /** PostgreSQL connections each process's pool opens at most (DATABASE_POOL_MAX); SQLite has one. */
+  databasePoolMax: number;
   /** Public origin of this service; the OAuth issuer and the base of absolute links. */
   publicUrl: string;
   /** The resource API's URL: the `aud` of every access token issued and required when verifying. */
@@ -229,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
       'normal',
       problems,
     ),
+    databasePoolMax: int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, 1_000),
     publicUrl,
     resourceUrl,
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
@@ -327,6 +330,9 @@ function parseSubgraph(raw: string | undefined, problems: string[]): SubgraphNam
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 const SQLITE_SYNCHRONOUS = ['normal', 'full'] as const;
+
+/** PostgreSQL connections a process's pool opens at most unless DATABASE_POOL_MAX says otherwise. */
+export const DEFAULT_POOL_MAX = 10;
 export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number];
 
 /** One of `values` (any case, trimmed); unset or empty: `fallback`. */

@@ -30,7 +30,7 @@ export function openAppDatabase(
 
 /** What the configuration sets on the database's connections (the server's, the CLI's, the preparing worker's). */
 export function databaseOptionsOf(
-  config: Pick<Config, 'sqliteSynchronous'>,
+  config: Pick<Config, 'sqliteSynchronous' | 'databasePoolMax'>,
 ): Omit<DatabaseOptions, 'entities'> {
-  return { sqliteSynchronous: config.sqliteSynchronous };
+  return { sqliteSynchronous: config.sqliteSynchronous, poolMax: config.databasePoolMax };
 }

@@ -4,7 +4,7 @@ import { loadConfig } from '../src/config.js';
 import { databaseOptionsOf, openAppDatabase } from '../src/database.js';
 import type { Database } from '../src/db/orm.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
-import { TEST_SECRETS_KEY } from './helpers/env.js';
+import { describeWithPostgres, TEST_SECRETS_KEY } from './helpers/env.js';
 
 /** SQLite's `pragma synchronous` on the database's connection: 1 is NORMAL, 2 is FULL. */
 async function synchronousOf(db: Database): Promise<number> {
@@ -65,5 +65,48 @@ describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
     expect(() => loadConfig({ SQLITE_SYNCHRONOUS: 'off' })).toThrow(
       "SQLITE_SYNCHRONOUS must be one of normal, full (got 'off')",
     );
+  });
+});
+
+describeWithPostgres('The PostgreSQL pool (DATABASE_POOL_MAX)', () => {
+  const opened: Array<{ close(): Promise<unknown> }> = [];
+  afterEach(async () => {
+    for (const item of opened.splice(0).reverse()) await item.close();
+  });
+
+  /** The backends that answered `statements` statements sent at once, each holding its connection 150 ms. */
+  const backendsUnderLoad = async (db: Database, statements: number): Promise<number> => {
+    const knex = db.em().getKnex();
+    const pids = await Promise.all(
+      Array.from({ length: statements }, () =>
+        knex.raw<{ rows: Array<{ pid: number }> }>('select pg_backend_pid() as pid, pg_sleep(0.15)'),
+      ),
+    );
+    return new Set(pids.map((r) => r.rows[0]!.pid)).size;
+  };
+
+  it('opens at most DATABASE_POOL_MAX connections, 10 when unset; statements beyond them wait for one', async () => {
+    const database = await createTestDatabase('postgresql');
+    opened.push({ close: () => database.drop() });
+    const two = await openAppDatabase(
+      database.url,
+      databaseOptionsOf(loadConfig({ DATABASE_URL: database.url, DATABASE_POOL_MAX: '2' })),
+    );
+    opened.push(two);
+    expect(await backendsUnderLoad(two, 6)).toBe(2);
+    const unset = await openAppDatabase(
+      database.url,
+      databaseOptionsOf(loadConfig({ DATABASE_URL: database.url })),
+    );
+    opened.push(unset);
+    expect(await backendsUnderLoad(unset, 14)).toBe(10);
+  });
+
+  it('refuses a size that is no whole number from 1 to 1000, naming the setting', () => {
+    for (const bad of ['0', '1001', 'ten', '2.5'])
+      expect(() => loadConfig({ DATABASE_POOL_MAX: bad })).toThrow(
+        `DATABASE_POOL_MAX must be an integer between 1 and 1000 (got '${bad}')`,
+      );
+    expect(loadConfig({ DATABASE_POOL_MAX: '4' }).databasePoolMax).toBe(4);
   });
 });

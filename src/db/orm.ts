@@ -12,7 +12,7 @@ import {
 import type { Constructor } from '@mikro-orm/core';
 import type { EntityManager, Knex } from '@mikro-orm/knex';
 import { Migrator } from '@mikro-orm/migrations';
-import { isPostgresUrl, type SqliteSynchronous } from '../config.js';
+import { DEFAULT_POOL_MAX, isPostgresUrl, type SqliteSynchronous } from '../config.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { sqliteWriteLockSql, takeSqliteWriteLock } from './prepared.js';
 
@@ -87,6 +87,8 @@ export interface DatabaseOptions {
   onQuery?: (sql: string) => void;
   /** How long a query waits for a free PostgreSQL connection before failing (503); default 5 s. */
   poolAcquireTimeoutMs?: number;
+  /** PostgreSQL connections the pool opens at most (DATABASE_POOL_MAX); default DEFAULT_POOL_MAX. */
+  poolMax?: number;
   /**
    * SQLite's `synchronous` on this connection; default `normal`. With the write-ahead log, `normal`
    * syncs the log to disk at checkpoints and `full` at every commit as well (see README.md).
@@ -135,7 +137,11 @@ export function ormOptions(
     // knex waits 60 s for a free connection by default: with the pool exhausted, a request should
     // rather be told 503 within seconds than hang past any client's timeout.
     pool: postgres
-      ? { min: 0, max: 10, acquireTimeoutMillis: options.poolAcquireTimeoutMs ?? 5_000 }
+      ? {
+          min: 0,
+          max: options.poolMax ?? DEFAULT_POOL_MAX,
+          acquireTimeoutMillis: options.poolAcquireTimeoutMs ?? 5_000,
+        }
       : undefined,
   } as Options;
 }
