@@ -330,10 +330,10 @@ function parseSubgraph(raw: string | undefined, problems: string[]): SubgraphNam
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 const SQLITE_SYNCHRONOUS = ['normal', 'full'] as const;
+export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number];
 
 /** PostgreSQL connections a process's pool opens at most unless DATABASE_POOL_MAX says otherwise. */
 export const DEFAULT_POOL_MAX = 10;
-export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number];
 
 /** One of `values` (any case, trimmed); unset or empty: `fallback`. */
 function parseChoice<T extends string>(

@@ -68,6 +68,17 @@ describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
   });
 });
 
+describe('The PostgreSQL pool size (DATABASE_POOL_MAX)', () => {
+  it('is 10 unless set, and refuses a size that is no whole number from 1 to 1000, naming the setting', () => {
+    expect(loadConfig({}).databasePoolMax).toBe(10);
+    expect(loadConfig({ DATABASE_POOL_MAX: '4' }).databasePoolMax).toBe(4);
+    for (const bad of ['0', '1001', 'ten', '2.5'])
+      expect(() => loadConfig({ DATABASE_POOL_MAX: bad })).toThrow(
+        `DATABASE_POOL_MAX must be an integer between 1 and 1000 (got '${bad}')`,
+      );
+  });
+});
+
 describeWithPostgres('The PostgreSQL pool (DATABASE_POOL_MAX)', () => {
   const opened: Array<{ close(): Promise<unknown> }> = [];
   afterEach(async () => {
@@ -100,13 +111,5 @@ describeWithPostgres('The PostgreSQL pool (DATABASE_POOL_MAX)', () => {
     );
     opened.push(unset);
     expect(await backendsUnderLoad(unset, 14)).toBe(10);
-  });
-
-  it('refuses a size that is no whole number from 1 to 1000, naming the setting', () => {
-    for (const bad of ['0', '1001', 'ten', '2.5'])
-      expect(() => loadConfig({ DATABASE_POOL_MAX: bad })).toThrow(
-        `DATABASE_POOL_MAX must be an integer between 1 and 1000 (got '${bad}')`,
-      );
-    expect(loadConfig({ DATABASE_POOL_MAX: '4' }).databasePoolMax).toBe(4);
   });
 });
