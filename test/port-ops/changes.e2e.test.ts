@@ -4,7 +4,7 @@ import { KEPT_BUMPS } from '../../src/db/migrations/Migration20261201000100PortO
 import { PRUNE_EVERY } from '../../src/db/migrations/Migration20261204000100PruneChangeLog.js';
 import { ChangeLog } from '../../src/port-ops/changes.js';
 import { describeEachDialect } from '../helpers/env.js';
-import { bunkeringVendorAt, orderableCall as orderable, postBunkers } from './orders.js';
+import { bunkeringVendorAt, confirmOrder, orderableCall as orderable, postBunkers } from './orders.js';
 import { parsePrometheus, seriesValue } from '../helpers/prometheus.js';
 import { otherWriterBoundMs, servedWithin } from '../helpers/served.js';
 import {
@@ -117,12 +117,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     // Its confirmation: the order read and its call locked in one statement, then the guarded move,
     // its history row and its event (one statement on PostgreSQL).
     statements.length = 0;
-    const confirmed = await rest(server.url, `/v1/service-orders/${orderId}/status`, {
-      method: 'POST',
-      key,
-      body: { status: 'CONFIRMED' },
-    });
-    expect(confirmed.status, confirmed.text).toBe(200);
+    await confirmOrder(server.url, key, orderId);
     const reads = statements.filter((s) => /from "service_orders" e /.test(s));
     expect(reads).toHaveLength(1);
     expect(reads[0]).toMatch(/from "service_orders" e join "port_calls" j0 on j0\."id" = e\."port_call_id"/);
@@ -154,13 +149,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     // PostgreSQL moves an account once per transaction; SQLite once per row written.
     if (dialect === 'postgresql') expect(created.moves).toBe(1);
     else expect(created.moves).toBeGreaterThanOrEqual(2);
-    const confirmed = await logged(() =>
-      rest(server.url, `/v1/service-orders/${orderId}/status`, {
-        method: 'POST',
-        key,
-        body: { status: 'CONFIRMED' },
-      }),
-    );
+    const confirmed = await logged(() => confirmOrder(server.url, key, orderId));
     expect(confirmed.calls).toEqual([call.id]);
     // A field no list filters or sorts on is the call's own; its ETA reorders lists.
     expect(

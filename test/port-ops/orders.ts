@@ -3,7 +3,7 @@ import { rest, type Json } from '../helpers/server.js';
 
 /*
  * New bunkering orders for the port-ops tests: a scheduled call of the caller's account with a
- * bunkering vendor at its port, and an order on it through the REST route.
+ * bunkering vendor at its port, an order on it through the REST route, and its confirmation.
  */
 
 /** The caller's first scheduled call that a bunkering vendor of the account serves, and that vendor. */
@@ -39,4 +39,14 @@ export async function postBunkers(url: string, key: string, call: Json, vendor: 
   });
   expect(created.status, created.text).toBe(201);
   return created.body.id as string;
+}
+
+/** Confirms order `orderId` through the REST route (which must answer 200). */
+export async function confirmOrder(url: string, key: string, orderId: string): Promise<void> {
+  const confirmed = await rest(url, `/v1/service-orders/${orderId}/status`, {
+    method: 'POST',
+    key,
+    body: { status: 'CONFIRMED' },
+  });
+  expect(confirmed.status, confirmed.text).toBe(200);
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DASHBOARD_QUERY } from '../bench/port-ops.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { expectIndexed, readRecorder } from '../helpers/query-plan.js';
-import { orderableCall, postBunkers } from './orders.js';
+import { confirmOrder, orderableCall, postBunkers } from './orders.js';
 import {
   gql,
   rest,
@@ -85,13 +85,7 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
   it("a new service order's and its confirmation's locking reads, the vendor and port joined in", async () => {
     const { call, vendor } = await orderableCall(server.url, key);
     const statements = await reads.record(async () => {
-      const orderId = await postBunkers(server.url, key, call, vendor);
-      const confirmed = await rest(server.url, `/v1/service-orders/${orderId}/status`, {
-        method: 'POST',
-        key,
-        body: { status: 'CONFIRMED' },
-      });
-      expect(confirmed.status, confirmed.text).toBe(200);
+      await confirmOrder(server.url, key, await postBunkers(server.url, key, call, vendor));
     });
     const locking = statements.filter((sql) => /from "(port_calls|service_orders)" e /.test(sql));
     expect(locking).toHaveLength(2);
