@@ -19,11 +19,12 @@ export interface EventDraft {
 
 /**
  * Writes the events in the caller's transaction (by prepared statement, `preparedInserts` in
- * src/db/prepared.ts), so they commit (or roll back) with the change. Call inside the transaction; after it commits, hand
- * the returned events to `services.events.publish(...)` for live delivery. `rows`, the change's own
- * rows not yet written (a new order and its history row), are written first, in the same round
- * trip where the database allows (`preparedInserts`), and so is `guarded`, the change's own guarded
- * update (an order's move), before them (`preparedUpdateWithInserts`).
+ * src/db/prepared.ts), so they commit (or roll back) with the change. Call inside the transaction;
+ * after it commits, hand the returned events to `services.events.publish(...)` for live delivery.
+ * `rows`, the change's own rows not yet written (a new order and its history row), are written
+ * first, in the same round trip where the database allows (`preparedInserts`), and so is
+ * `guarded`, the change's own guarded update (an order's move), before them
+ * (`preparedUpdateWithInserts`).
  *
  *   const events = await em.transactional(async (tx) => { ...change...; return stageEvents(tx, deps, drafts); });
  *   await deps.events.publish(events);

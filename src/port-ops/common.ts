@@ -167,14 +167,22 @@ export const isFinishedCall = (status: PortCallStatus): boolean =>
 export async function lockOpenCall<const J extends readonly LockJoin[] = []>(
   tx: EntityManager,
   callId: string,
-  refusal: (call: PortCall) => string,
+  refusal: (call: Pick<PortCall, 'id' | 'status'>) => string,
   principal?: Principal,
   joins?: J,
 ): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
   const locked = await lockPortCall(tx, callId, principal, joins);
-  if (isFinishedCall(locked.call.status))
-    throw conflict(refusal(locked.call), { status: locked.call.status, portCallId: locked.call.id });
+  checkOpenCall(locked.call, refusal);
   return locked;
+}
+
+/** The 409 `refusal` words when `call` has departed or been cancelled, naming its status and id. */
+export function checkOpenCall(
+  call: Pick<PortCall, 'id' | 'status'>,
+  refusal: (call: Pick<PortCall, 'id' | 'status'>) => string,
+): void {
+  if (isFinishedCall(call.status))
+    throw conflict(refusal(call), { status: call.status, portCallId: call.id });
 }
 
 /**

@@ -10,12 +10,12 @@ import { parseEnum } from '../kernel/text.js';
 import {
   actorOf,
   changedConcurrently,
+  checkOpenCall,
   commit,
   findOwned,
   findPage,
   guardedUpdate,
   illegalMove,
-  isFinishedCall,
   lockOpenCall,
   statusChange,
   tenant,
@@ -217,16 +217,15 @@ export async function transitionServiceOrder(
     ]);
     if (!locked) throw notFound('ServiceOrder', id);
     const order = locked.row;
-    // The locked row is inner-joined: an order read is an order with its call.
-    const callStatus = locked.joined[0]!.status;
     const allowed = SERVICE_ORDER_TRANSITIONS[order.status];
     if (!allowed.includes(target)) throw illegalMove('Service order', order.status, target, allowed);
-    if (NEEDS_OPEN_CALL.includes(target) && isFinishedCall(callStatus)) {
-      throw conflict(
-        `Service order ${id} cannot go to ${target}: its port call ${order.portCallId} is ${callStatus} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
-        { status: callStatus, portCallId: order.portCallId },
+    // The locked row is inner-joined: an order read is an order with its call.
+    if (NEEDS_OPEN_CALL.includes(target))
+      checkOpenCall(
+        locked.joined[0]!,
+        ({ id: callId, status }) =>
+          `Service order ${id} cannot go to ${target}: its port call ${callId} is ${status} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
       );
-    }
     // The guarded move is written with its history row and event, in one round trip on PostgreSQL.
     const { from, values, change, draft } = orderMove(order, target, deps.clock.now(), actor);
     return {
