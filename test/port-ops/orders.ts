@@ -9,8 +9,7 @@ import { rest, type Json } from '../helpers/server.js';
 /** The caller's first scheduled call that a bunkering vendor of the account serves, and that vendor. */
 export async function orderableCall(url: string, key: string): Promise<{ call: Json; vendor: Json }> {
   const calls = (await rest(url, '/v1/port-calls?status=SCHEDULED&limit=100', { key })).body.data as Json[];
-  const vendors = (await rest(url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-    .data as Json[];
+  const vendors = await bunkeringVendors(url, key);
   const call = calls.find((c) => vendors.some((v) => v.ports.includes(c.portLocode)));
   expect(call, 'a scheduled call with a bunkering vendor at its port').toBeDefined();
   return { call: call!, vendor: vendors.find((v) => v.ports.includes(call!.portLocode))! };
@@ -18,11 +17,14 @@ export async function orderableCall(url: string, key: string): Promise<{ call: J
 
 /** The bunkering vendor of the account at `call`'s port. */
 export async function bunkeringVendorAt(url: string, key: string, call: Json): Promise<Json> {
-  const vendors = (await rest(url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body
-    .data as Json[];
-  const vendor = vendors.find((v) => v.ports.includes(call.portLocode));
+  const vendor = (await bunkeringVendors(url, key)).find((v) => v.ports.includes(call.portLocode));
   expect(vendor, `a bunkering vendor at ${call.portLocode}`).toBeDefined();
   return vendor!;
+}
+
+/** The account's bunkering vendors. */
+async function bunkeringVendors(url: string, key: string): Promise<Json[]> {
+  return (await rest(url, '/v1/vendors?serviceType=BUNKERING&limit=100', { key })).body.data as Json[];
 }
 
 /** A new bunkering order on `call` by `vendor`: its id (the route must answer 201). */
