@@ -67,15 +67,26 @@ export interface ConnectionShape<T> {
 /**
  * A page as its connection. The edges (a cursor per item) are made when the executor reads them:
  * a selection of `nodes` alone, as the REST shims' lists make, needs no cursor but the page's two.
+ * `answers`, when given, leaves out of `edges` and `nodes` the items it refuses (an execution that
+ * answers a few items of a kept list again, src/gateway/pipeline/answers.ts); the rest is the
+ * whole page's.
  */
-export function toConnection<T>(items: T[], totalCount: number, page: Page): ConnectionShape<T> {
+export function toConnection<T>(
+  items: T[],
+  totalCount: number,
+  page: Page,
+  answers?: (item: T) => boolean,
+): ConnectionShape<T> {
   let edges: ConnectionShape<T>['edges'] | undefined;
   const last = items.length - 1;
+  const places = answers && [...items.keys()].filter((i) => answers(items[i]!));
   return {
     get edges() {
-      return (edges ??= items.map((node, i) => ({ node, cursor: encodeCursor(page.offset + i) })));
+      return (edges ??= places
+        ? places.map((i) => ({ node: items[i]!, cursor: encodeCursor(page.offset + i) }))
+        : items.map((node, i) => ({ node, cursor: encodeCursor(page.offset + i) })));
     },
-    nodes: items,
+    nodes: places ? places.map((i) => items[i]!) : items,
     totalCount,
     pageInfo: {
       hasNextPage: page.offset + items.length < totalCount,

@@ -30,10 +30,11 @@ export interface PagedConnection<T> extends ReturnType<typeof toConnection<T>> {
 export function pagedConnection<T>(
   { items, total }: { items: T[]; total: number },
   page: Page,
+  answers?: (item: T) => boolean,
 ): PagedConnection<T> {
   // Not a spread: that would read `edges`, which makes a cursor per item that a list read by its
   // `nodes` (every REST list) never shows.
-  return Object.assign(toConnection(items, total, page), { page });
+  return Object.assign(toConnection(items, total, page, answers), { page });
 }
 
 /** Adds `limit` and `offset` (the page that was served) to a connection type, for REST bodies. */

@@ -50,4 +50,25 @@ describe('toConnection', () => {
     expect(paged.edges.map((e) => decodeCursor(e.cursor))).toEqual([10, 11]);
     expect(paged.pageInfo.hasNextPage).toBe(true);
   });
+
+  it("leaves out the items it is told not to answer, each kept at its own cursor, the page info the whole page's", () => {
+    const page = toConnection(
+      ['a', 'b', 'c', 'd'],
+      9,
+      { offset: 4, limit: 4 },
+      (item) => item === 'b' || item === 'd',
+    );
+    expect(page.nodes).toEqual(['b', 'd']);
+    expect(page.edges).toEqual([
+      { node: 'b', cursor: encodeCursor(5) },
+      { node: 'd', cursor: encodeCursor(7) },
+    ]);
+    expect(page.pageInfo).toEqual({
+      hasNextPage: true,
+      hasPreviousPage: true,
+      startCursor: encodeCursor(4),
+      endCursor: encodeCursor(7),
+    });
+    expect(page.totalCount).toBe(9);
+  });
 });
