@@ -1,5 +1,4 @@
 import type { AnswerSource } from '../gateway/pipeline/answers.js';
-import { andThen } from '../kernel/maybe-async.js';
 import { isAdmin } from '../kernel/principal.js';
 import { versionParts } from './changes.js';
 
@@ -78,8 +77,9 @@ const FIELDS: Record<string, readonly string[]> = {
 /**
  * What a list of calls reads, every row of it hanging on one of the page's calls (its orders,
  * their vendors and status history, the call's own history) or on the shared registers (vessel,
- * port): the `portCalls` resolver notes the page's call ids, and a kept answer selecting only
- * these is carried over moves that changed neither those calls nor any list (changes.ts). The
+ * port): the `portCalls` resolver notes the page's call ids in order, and a kept answer selecting
+ * only these is carried over moves that changed neither those calls nor any list (changes.ts), or
+ * has the calls such moves changed executed again alone and put in their places. The
  * rest of the coordinates (a lookup by id, the lists of orders, vendors, vessels, ports) read
  * rows by other keys and are not noted.
  */
@@ -107,15 +107,12 @@ export const portOpsAnswers: AnswerSource = {
   recorded: new Set(
     COORDINATES.filter((c) => RECORDED.includes(c) || RECORDED.includes(`${c.slice(0, c.indexOf('.'))}.*`)),
   ),
-  unchanged: (services, accountId, calls, from, to) => {
+  changed: (services, accountId, from, to) => {
     const before = versionParts(from);
     const now = versionParts(to);
     // A move of the shared registers (a vessel, a port) is never looked through.
-    if (before.shared !== now.shared) return false;
-    return andThen(
-      services.portOpsChanges.callsChanged(services.db.root, accountId, before.account, now.account),
-      (changed) => changed !== undefined && ![...changed].some((id) => calls.has(id)),
-    );
+    if (before.shared !== now.shared) return undefined;
+    return services.portOpsChanges.callsChanged(services.db.root, accountId, before.account, now.account);
   },
   // An admin reads every account's rows (common.ts `tenant`): its answers are not kept.
   scopeOf: (principal) => (isAdmin(principal) ? undefined : principal.accountId),

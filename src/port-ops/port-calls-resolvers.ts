@@ -108,25 +108,35 @@ export class PortCallResolver {
       model ? undefined : propertiesRead(info, ctx.reads, PortCall, 'PortCall', ['id']),
       model,
     );
-    // What a kept answer of this list hangs on (src/port-ops/answers.ts, RECORDED).
-    if (ctx.recorded) for (const call of calls.items) ctx.recorded.add(call.id);
+    // What a kept answer of this list hangs on (src/port-ops/answers.ts, RECORDED), and the calls it
+    // answers: all of them, or those a change touched when a kept answer is executed again in part.
+    const notes = ctx.recorded;
+    let answered = calls.items;
+    if (notes) {
+      notes.list(
+        info.path.key as string,
+        calls.items.map((c) => c.id),
+        calls.total,
+      );
+      if (notes.only) answered = calls.items.filter((c) => notes.answers(c.id));
+    }
     // The calls' orders (and their vendors), when the query reads them: from the model, or in one
     // statement now.
     const read = ordersReadBy(info);
-    if (read.orders && calls.items.length > 0) {
+    if (read.orders && answered.length > 0) {
       if (model) {
-        const reading = ctx.services.accountCalls.readOrders(ctx.reads, model, calls.items);
+        const reading = ctx.services.accountCalls.readOrders(ctx.reads, model, answered);
         if (reading) await reading;
-        readServiceOrdersFrom(ctx, calls.items, model);
+        readServiceOrdersFrom(ctx, answered, model);
       } else
         await readServiceOrders(
           ctx,
-          calls.items.map((c) => c.id),
+          answered.map((c) => c.id),
           read.vendors,
           info,
         );
     }
-    return pagedConnection(calls, page);
+    return pagedConnection(calls, page, notes?.only && ((c) => notes.answers(c.id)));
   }
 
   @Mutation(() => PortCall, {

@@ -24,7 +24,7 @@ import {
  * moved by hand) executes again.
  */
 
-type Outcome = 'hit' | 'carried' | 'miss';
+type Outcome = 'hit' | 'carried' | 'spliced' | 'miss';
 
 describeEachDialect('the port-ops change log and carried answers', (dialect) => {
   let server: TestServer;
@@ -71,7 +71,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     const families = parsePrometheus(await (await fetch(`${server.url}/metrics`)).text());
     const of = (outcome: Outcome) =>
       seriesValue(families, 'tidegate_answer_cache_total', { source: 'port-ops', outcome });
-    return { hit: of('hit'), carried: of('carried'), miss: of('miss') };
+    return { hit: of('hit'), carried: of('carried'), spliced: of('spliced'), miss: of('miss') };
   }
   /** What `reads` counted, by outcome. */
   async function counted(reads: () => Promise<unknown>): Promise<Record<Outcome, number>> {
@@ -81,6 +81,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     return {
       hit: after.hit - before.hit,
       carried: after.carried - before.carried,
+      spliced: after.spliced - before.spliced,
       miss: after.miss - before.miss,
     };
   }
@@ -263,7 +264,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     expect(told && [...told]).toEqual([order!.port_call_id]);
   });
 
-  it('carries a kept list over a write to a call it does not show, and executes the one that shows it', async () => {
+  it('carries a kept list over a write to a call it does not show, and splices the call into the one that shows it', async () => {
     const calls = await scheduled();
     const departed = '/v1/dashboard/port-calls?status=DEPARTED&limit=10';
     const soonest = '/v1/dashboard/port-calls?status=SCHEDULED&limit=5';
@@ -297,22 +298,94 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
       graphqlAfter = JSON.stringify((await graphqlDeparted()).body.data);
       soonestAfter = (await rest(server.url, soonest, { key })).body as Json;
     });
-    expect(outcome).toEqual({ hit: 0, carried: 2, miss: 1 });
+    expect(outcome).toEqual({ hit: 0, carried: 2, spliced: 1, miss: 0 });
     expect(departedAfter).toBe(before.departed);
     expect(graphqlAfter).toBe(before.graphql);
     const orders = (soonestAfter.data as Json[]).find((c) => c.id === shown.id)!.serviceOrders as Json[];
     expect(orders.map((o) => o.id)).toContain(orderId);
 
-    // What an execution answers now: the same bytes the carried answers gave.
+    // What an execution answers now: the same bytes the carried and spliced answers gave.
+    const soonestText = JSON.stringify(soonestAfter);
     await staleKeptAnswers(server);
     expect(
       (
         await counted(async () => {
           expect((await rest(server.url, departed, { key })).text).toBe(departedAfter);
           expect(JSON.stringify((await graphqlDeparted()).body.data)).toBe(graphqlAfter);
+          expect(JSON.stringify((await rest(server.url, soonest, { key })).body)).toBe(soonestText);
         })
       ).miss,
-    ).toBe(2);
+    ).toBe(3);
+  });
+
+  it('splices a touched call into every list that shows it, at its place and cursor, as an execution answers', async () => {
+    const BOARD = `query Board($first: Int, $after: String) {
+      soonest: portCalls(status: SCHEDULED, first: $first, after: $after) {
+        totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+        edges { cursor node { ...Call } }
+        nodes { id status }
+      }
+      latest: portCalls(first: 100) { totalCount nodes { ...Call } }
+      __typename
+    }
+    fragment Call on PortCall {
+      id status eta voyageReference vessel { imo name } port { locode } statusHistory { to }
+      serviceOrders { id status serviceType vendor { name } statusHistory { from to } }
+    }`;
+    const { call, vendor } = await orderable(server.url, key);
+    const listed = (
+      await gql(server.url, '{ portCalls(status: SCHEDULED, first: 100) { edges { cursor node { id } } } }', {
+        key,
+      })
+    ).body.data as { portCalls: { edges: Array<{ cursor: string; node: { id: string } }> } };
+    const edges = listed.portCalls.edges;
+    const at = edges.findIndex((e) => e.node.id === call.id);
+    // The call in the middle of a page after the first, where the list has one.
+    const variables = at >= 2 ? { first: 3, after: edges[at - 2]!.cursor } : { first: 3 };
+    const board = async (): Promise<string> => {
+      const response = await gql(server.url, BOARD, { key, variables });
+      expect(response.body.errors).toBeUndefined();
+      return JSON.stringify(response.body.data);
+    };
+    const ordersOf = (text: string, list: 'soonest' | 'latest'): Json[] => {
+      const data = JSON.parse(text) as Json;
+      const shown = data[list] as Json;
+      const nodes =
+        list === 'soonest' ? (shown.edges as Json[]).map((e) => e.node as Json) : (shown.nodes as Json[]);
+      return (nodes.find((n) => n.id === call.id)?.serviceOrders as Json[] | undefined) ?? [];
+    };
+    await staleKeptAnswers(server);
+    await board();
+    expect((await counted(board)).hit).toBe(1);
+
+    let ordered = '';
+    const orderId = await postBunkers(server.url, key, call, vendor);
+    expect(await counted(async () => (ordered = await board()))).toEqual({
+      hit: 0,
+      carried: 0,
+      spliced: 1,
+      miss: 0,
+    });
+    expect(ordersOf(ordered, 'soonest').map((o) => o.id)).toContain(orderId);
+    const soonest = (JSON.parse(ordered) as Json).soonest as Json;
+    expect((soonest.edges as Json[]).map((e) => (e.node as Json).id)).toEqual(
+      (soonest.nodes as Json[]).map((n) => n.id),
+    );
+    expect((soonest.edges as Json[]).find((e) => (e.node as Json).id === call.id)!.cursor).toBe(
+      edges[at]!.cursor,
+    );
+    if (ordersOf(ordered, 'latest').length > 0)
+      expect(ordersOf(ordered, 'latest').map((o) => o.id)).toContain(orderId);
+
+    let confirmed = '';
+    await confirmOrder(server.url, key, orderId);
+    expect((await counted(async () => (confirmed = await board()))).spliced).toBe(1);
+    expect(ordersOf(confirmed, 'soonest').find((o) => o.id === orderId)!.status).toBe('CONFIRMED');
+
+    // An execution in full answers the same bytes.
+    await staleKeptAnswers(server);
+    const executed = await counted(async () => expect(await board()).toBe(confirmed));
+    expect(executed).toEqual({ hit: 0, carried: 0, spliced: 0, miss: 1 });
   });
 
   it('executes again when a list may have changed: a call moved, a vendor, a vessel, a version moved by hand', async () => {
@@ -353,7 +426,7 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
         (o) => o.hit === 0,
         bound,
       );
-      expect(outcome, what).toEqual({ hit: 0, carried: 0, miss: 1 });
+      expect(outcome, what).toEqual({ hit: 0, carried: 0, spliced: 0, miss: 1 });
     }
   });
 
@@ -382,6 +455,6 @@ describeEachDialect('the port-ops change log and carried answers', (dialect) => 
     const outcome = await counted(async () =>
       expect((await rest(server.url, departed, { key })).text).toBe(kept),
     );
-    expect(outcome).toEqual({ hit: 0, carried: 1, miss: 0 });
+    expect(outcome).toEqual({ hit: 0, carried: 1, spliced: 0, miss: 0 });
   });
 });

@@ -239,7 +239,7 @@ export class Metrics {
     });
     this.answers = new BatchedCounter({
       name: 'tidegate_answer_cache_total',
-      help: 'Queries whose results may be kept, by source and outcome: hit (kept result of the current data version), carried (a kept result the data changes since did not touch), joined (an execution already running), miss (executed)',
+      help: 'Queries whose results may be kept, by source and outcome: hit (kept result of the current data version), carried (a kept result the data changes since did not touch), spliced (a kept result with the list items a change touched executed again), joined (an execution already running), miss (executed)',
       labelNames: ['source', 'outcome'],
       registers,
     });

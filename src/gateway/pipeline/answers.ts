@@ -9,7 +9,7 @@ import {
   type OperationDefinitionNode,
   type ValueNode,
 } from 'graphql';
-import { isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
+import { andThen, isPromise, type MaybePromise } from '../../kernel/maybe-async.js';
 import type { Principal } from '../../kernel/principal.js';
 import { Lru } from '../../kernel/lru.js';
 import type { AppServices } from '../schema/context.js';
@@ -37,12 +37,16 @@ import type { AppServices } from '../schema/context.js';
  * every time. Mutations and subscriptions always execute.
  *
  * Carried over a version move: a source that can tell what a change touched (`recorded`,
- * `unchanged`) has its resolvers note the keys of what an execution read (`context.recorded`: a
- * list's port calls), kept with the result. When the version has moved, the source is asked
- * whether the moves since the kept version touched any of those keys; if none did, the kept
- * result is the answer at the new version too and serves it without executing (outcome
- * `carried`). The rule is the source's, checked against the database's own log of what each move
- * changed, so it holds across processes as the version does.
+ * `changed`) has its resolvers note the keys of what an execution read (`context.recorded`: a
+ * list's port calls, in the list's order). When the version has moved, the source is asked which
+ * keys the moves since the kept version touched. If none the result read, the kept result is the
+ * answer at the new version too and serves it without executing (outcome `carried`). If some of a
+ * list's items were touched, the operation executes again with its lists serving only those items
+ * (`ReadNotes.only`), and their new answers replace the old ones in a copy of the kept result
+ * (outcome `spliced`): the lists must have read the same items in the same order and the same
+ * total as the kept execution, and every other part of the answer must come out the same, or the
+ * operation executes in full. The rule is the source's, checked against the database's own log of
+ * what each move changed, so it holds across processes as the version does.
  */
 
 /** Data whose answers may be kept: what it covers, and how its current version is read. */
@@ -74,21 +78,23 @@ export interface AnswerSource {
   readonly keptOnlyWithout?: ReadonlySet<string>;
   /**
    * Coordinates whose resolvers note in `context.recorded` the key of every row they read that
-   * the version covers, and of nothing else: an operation selecting only these has its kept
-   * answer carried over version moves that `unchanged` finds touched none of its keys.
+   * the version covers, and of nothing else (a list at the operation's top level also notes its
+   * items' keys in order, `ReadNotes.list`): an operation selecting only these has its kept answer
+   * carried over version moves that touched none of its keys, and the touched items of its lists
+   * executed again alone.
    */
   readonly recorded?: ReadonlySet<string>;
   /**
-   * Whether the data that `keys` name in `scope` is at version `to` what it was at `from` (a later
-   * version of the same data): false whenever that cannot be told for sure.
+   * The keys whose data the moves of `scope`'s data after version `from` up to `to` (a later
+   * version of the same data) touched; undefined whenever that cannot be told for sure, or a move
+   * may have touched what no key names (which rows a list holds).
    */
-  unchanged?(
+  changed?(
     services: AppServices,
     scope: string,
-    keys: ReadonlySet<string>,
     from: string,
     to: string,
-  ): MaybePromise<boolean>;
+  ): MaybePromise<ReadonlySet<string> | undefined>;
 }
 
 /** A query whose results may be kept: its source, and the variables that must be unset for that. */
@@ -153,14 +159,52 @@ export function answerSourceOf(
   return undefined;
 }
 
-export type AnswerOutcome = 'hit' | 'carried' | 'miss' | 'joined';
+export type AnswerOutcome = 'hit' | 'carried' | 'spliced' | 'miss' | 'joined';
+
+/** A list at the top of an operation as an execution read it: its items' keys in order, and its total. */
+interface ListRead {
+  readonly keys: readonly string[];
+  readonly total: number;
+}
+
+/**
+ * What an execution read, noted by the resolvers of its source's `recorded` coordinates (the
+ * request's `context.recorded`): the keys of the rows, and per list at the operation's top level
+ * (by its response key) the keys of its items in order and its total.
+ */
+export class ReadNotes {
+  readonly keys = new Set<string>();
+  readonly lists = new Map<string, ListRead>();
+
+  /** `only`: the execution's lists answer these keys' items and leave the others out. */
+  constructor(readonly only?: ReadonlySet<string>) {}
+
+  /** A list at the operation's top level (`responseKey`) read these items, by key in order, of `total`. */
+  list(responseKey: string, keys: readonly string[], total: number): void {
+    for (const key of keys) this.keys.add(key);
+    this.lists.set(responseKey, { keys, total });
+  }
+
+  /** Whether a list answers the item of `key`. */
+  answers(key: string): boolean {
+    return this.only === undefined || this.only.has(key);
+  }
+}
+
+/** Executes the operation, its resolvers noting what they read into `notes` when given. */
+export type Execute = (notes?: ReadNotes) => MaybePromise<ExecutionResult>;
 
 interface Kept {
   /** The version it answers for: the one it executed at, or a later one it was carried to. */
   version: string;
   result: ExecutionResult;
-  /** What its execution read (`context.recorded`), when its source can carry it over a move. */
-  keys?: ReadonlySet<string>;
+  /** What its execution read, when its source can carry it over a move. */
+  notes?: ReadNotes;
+}
+
+interface Executed {
+  result: ExecutionResult;
+  notes?: ReadNotes;
 }
 
 /**
@@ -185,19 +229,19 @@ export class AnswerCache {
   }
 
   /**
-   * The result for `key` at the source's current version: kept, carried over, joined or executed
-   * now. `recorded` is the set the execution's resolvers note what they read into (kept with the
-   * result). If the version cannot be read (the database is down) the operation executes as if
-   * nothing were kept, and answers whatever that execution meets. Synchronous when the version is
-   * at hand and the result is kept.
+   * The result for `key` at the source's current version: kept, carried over, spliced, joined or
+   * executed now. `noted`: the operation selects only its source's `recorded` coordinates, and
+   * `execute` is given the notes its resolvers fill (kept with the result). If the version cannot
+   * be read (the database is down) the operation executes as if nothing were kept, and answers
+   * whatever that execution meets. Synchronous when the version is at hand and the result is kept.
    */
   answer(
     source: AnswerSource,
     services: AppServices,
     scope: string,
     key: string,
-    execute: () => MaybePromise<ExecutionResult>,
-    recorded?: Set<string>,
+    execute: Execute,
+    noted = false,
   ): MaybePromise<ExecutionResult> {
     let version: MaybePromise<string>;
     try {
@@ -205,41 +249,45 @@ export class AnswerCache {
     } catch {
       return execute();
     }
-    const at = (v: string) => this.at(source, services, scope, key, v, execute, recorded);
+    const at = (v: string) => this.at(source, services, scope, key, v, execute, noted);
     return isPromise(version) ? version.then(at, () => execute()) : at(version);
   }
 
-  /** The result for `key` at `version`: the kept one (as it is or carried over), a running execution's, or a new one. */
+  /** The result for `key` at `version`: the kept one (as it is, carried over or spliced), a running execution's, or a new one. */
   private at(
     source: AnswerSource,
     services: AppServices,
     scope: string,
     key: string,
     version: string,
-    execute: () => MaybePromise<ExecutionResult>,
-    recorded: Set<string> | undefined,
+    execute: Execute,
+    noted: boolean,
   ): MaybePromise<ExecutionResult> {
     const kept = this.kept.get(key);
     if (kept && kept.version === version) {
       this.observe(source.name, 'hit');
       return kept.result;
     }
-    const run = () => this.run(source, key, version, execute, recorded);
-    if (!kept?.keys || !source.unchanged) return run();
-    let unchanged: MaybePromise<boolean>;
+    const run = () => this.run(source, key, version, () => this.executed(source, execute, noted));
+    const notes = kept?.notes;
+    if (!kept || !notes || !source.changed) return run();
+    let changed: MaybePromise<ReadonlySet<string> | undefined>;
     try {
-      unchanged = source.unchanged(services, scope, kept.keys, kept.version, version);
+      changed = source.changed(services, scope, kept.version, version);
     } catch {
       return run();
     }
-    const carry = (same: boolean) => {
-      if (!same) return run();
+    const next = (touched: ReadonlySet<string> | undefined) => {
+      if (!touched) return run();
+      const read = new Set([...touched].filter((k) => notes.keys.has(k)));
+      if (read.size > 0)
+        return this.run(source, key, version, () => this.spliced(source, kept, read, execute));
       // Another request may have kept a newer result meanwhile: that one stays.
       if (this.kept.peek(key) === kept) kept.version = version;
       this.observe(source.name, 'carried');
       return kept.result;
     };
-    return isPromise(unchanged) ? unchanged.then(carry, run) : carry(unchanged);
+    return isPromise(changed) ? changed.then(next, run) : next(changed);
   }
 
   /** A running execution for `key` at `version` to join, or a new one, kept when it has no error. */
@@ -247,8 +295,7 @@ export class AnswerCache {
     source: AnswerSource,
     key: string,
     version: string,
-    execute: () => MaybePromise<ExecutionResult>,
-    recorded: Set<string> | undefined,
+    execute: () => MaybePromise<Executed>,
   ): Promise<ExecutionResult> {
     const runKey = `${version}\u0000${key}`;
     const running = this.running.get(runKey);
@@ -256,9 +303,8 @@ export class AnswerCache {
       this.observe(source.name, 'joined');
       return running;
     }
-    this.observe(source.name, 'miss');
-    const execution = Promise.resolve(execute()).then((result) => {
-      if (!result.errors?.length) this.keep(key, version, result, recorded);
+    const execution = Promise.resolve(execute()).then(({ result, notes }) => {
+      if (!result.errors?.length) this.keep(key, version, result, notes);
       return result;
     });
     this.running.set(runKey, execution);
@@ -267,17 +313,116 @@ export class AnswerCache {
     return execution;
   }
 
-  private keep(key: string, version: string, result: ExecutionResult, keys?: ReadonlySet<string>): void {
+  /** The operation executed in full. */
+  private executed(source: AnswerSource, execute: Execute, noted: boolean): MaybePromise<Executed> {
+    this.observe(source.name, 'miss');
+    const notes = noted ? new ReadNotes() : undefined;
+    return andThen(execute(notes), (result) => ({ result, notes }));
+  }
+
+  /**
+   * The kept result with the items of `touched` executed again: their lists' other items, and the
+   * rest of the answer, as kept. Executed in full when the lists read other items, another total,
+   * or anything else came out different.
+   */
+  private spliced(
+    source: AnswerSource,
+    kept: Kept,
+    touched: ReadonlySet<string>,
+    execute: Execute,
+  ): MaybePromise<Executed> {
+    const notes = new ReadNotes(touched);
+    return andThen(execute(notes), (result) => {
+      const data = splice(kept, result, notes);
+      if (data === undefined) return this.executed(source, execute, true);
+      this.observe(source.name, 'spliced');
+      return { result: { data }, notes: kept.notes };
+    });
+  }
+
+  private keep(key: string, version: string, result: ExecutionResult, notes?: ReadNotes): void {
     const text = JSON.stringify(result.data);
     const bytes = text === undefined ? 0 : Buffer.byteLength(text);
     // Larger than the whole bound: not kept (the cache would refuse it after the freeze below).
     if (bytes > this.maxBytes) return;
-    // Frozen: every request shares this object, and nothing downstream may change it.
+    // Frozen: every request shares this object, and nothing downstream may change it. A spliced
+    // result's kept parts are frozen already, and the walk passes them by.
     const data = deepFreeze(result.data);
     // Its JSON is already written: the first request it serves need not write it again.
     if (data && text !== undefined) keepJson(data, text, bytes);
-    this.kept.set(key, keys ? { version, result: { data }, keys } : { version, result: { data } }, bytes);
+    this.kept.set(key, notes ? { version, result: { data }, notes } : { version, result: { data } }, bytes);
   }
+}
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The kept data with the items of a re-execution that answered some items of its lists only
+ * (`notes.only`) in their places, or undefined when that would not be the data a full execution
+ * answers: the re-execution failed, a touched key is no list's item, a list read other items or
+ * another total, or any part that is no list's items (a total, a page's cursors) came out different.
+ */
+function splice(kept: Kept, fresh: ExecutionResult, notes: ReadNotes): Json | undefined {
+  const before = kept.result.data;
+  const after = fresh.data;
+  const lists = kept.notes?.lists;
+  const only = notes.only;
+  if (fresh.errors?.length || !isObject(before) || !isObject(after) || !lists || !only) return undefined;
+  if (notes.lists.size !== lists.size || Object.keys(after).length !== Object.keys(before).length)
+    return undefined;
+  for (const key of only) if (![...lists.values()].some((list) => list.keys.includes(key))) return undefined;
+  const data: Json = {};
+  for (const name of Object.keys(before)) {
+    const was = before[name];
+    const now = after[name];
+    const list = lists.get(name);
+    if (!list) {
+      if (!(name in after) || !sameJson(was, now)) return undefined;
+      data[name] = was;
+      continue;
+    }
+    const read = notes.lists.get(name);
+    if (!read || read.total !== list.total || read.keys.length !== list.keys.length) return undefined;
+    const places: number[] = [];
+    for (let i = 0; i < list.keys.length; i++) {
+      if (read.keys[i] !== list.keys[i]) return undefined;
+      if (only.has(list.keys[i]!)) places.push(i);
+    }
+    const items = spliceItems(was, now, list.keys.length, places);
+    if (items === undefined) return undefined;
+    data[name] = items;
+  }
+  return data;
+}
+
+/**
+ * A list's answer (a connection: arrays of its items such as `edges` and `nodes`, beside parts such
+ * as `totalCount`) with the re-executed items at `places`; undefined when it cannot be told apart.
+ */
+function spliceItems(was: unknown, now: unknown, length: number, places: number[]): Json | undefined {
+  if (!isObject(was) || !isObject(now) || Object.keys(now).length !== Object.keys(was).length)
+    return undefined;
+  const spliced: Json = {};
+  for (const name of Object.keys(was)) {
+    const old = was[name];
+    const fresh = now[name];
+    if (!(name in now)) return undefined;
+    if (Array.isArray(old)) {
+      if (!Array.isArray(fresh) || old.length !== length || fresh.length !== places.length) return undefined;
+      const items = old.slice();
+      places.forEach((place, i) => (items[place] = fresh[i]));
+      spliced[name] = items;
+    } else {
+      if (!sameJson(old, fresh)) return undefined;
+      spliced[name] = old;
+    }
+  }
+  return spliced;
 }
 
 /**

@@ -24,7 +24,14 @@ import { andThen, isPromise, type MaybePromise } from '../../kernel/maybe-async.
 import type { Principal } from '../../kernel/principal.js';
 import { Lru } from '../../kernel/lru.js';
 import { checkAccess, type AccessPolicy, type Requirements } from './access.js';
-import { AnswerCache, answerSourceOf, keptWith, type AnswerSource, type Keepable } from './answers.js';
+import {
+  AnswerCache,
+  answerSourceOf,
+  keptWith,
+  type AnswerSource,
+  type Execute,
+  type Keepable,
+} from './answers.js';
 import {
   createContext,
   type AppServices,
@@ -344,7 +351,10 @@ export class Operations {
   /** The execution's result, or the one kept for the current version of the data it reads. */
   private results(admitted: Admitted, root: unknown): MaybePromise<ExecutionResult> {
     const { prepared, context, variables } = admitted;
-    const execute = () => prepared.compiled.query(root, context, variables);
+    const execute: Execute = (notes) => {
+      if (notes) context.recorded = notes;
+      return prepared.compiled.query(root, context, variables);
+    };
     const principal = context.principal;
     // Also with kept answers off: the port-call read model reads the same versions.
     if (prepared.operationType === 'mutation' && principal) return this.writing(principal, execute);
@@ -356,9 +366,8 @@ export class Operations {
     const vars = variablesKey(variables);
     if (scope === undefined || vars === undefined) return execute();
     const key = `${prepared.id}\u0000${scope}\u0000${vars}`;
-    // The set the resolvers note what they read into, kept with the result (answers.ts, "Carried").
-    const recorded = keepable.recorded ? (context.recorded = new Set()) : undefined;
-    return this.answers.answer(source, this.services, scope, key, execute, recorded);
+    // Its resolvers note what they read, kept with the result (answers.ts, "Carried").
+    return this.answers.answer(source, this.services, scope, key, execute, keepable.recorded);
   }
 
   /**

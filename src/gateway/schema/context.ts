@@ -14,6 +14,7 @@ import type { Principal } from '../../kernel/principal.js';
 import type { EventBus, EventPublisher } from '../../kernel/events.js';
 import type { ServiceDeps } from '../../kernel/deps.js';
 import type { AccessPolicy, Requirements } from '../pipeline/access.js';
+import type { ReadNotes } from '../pipeline/answers.js';
 import type { CredentialResolver } from '../doors/credentials.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PersistedOperations } from '../pipeline/persisted.js';
@@ -112,9 +113,10 @@ export interface GatewayContext {
   /**
    * Where the resolvers of an operation whose answer may be kept note what they read, when its
    * answer source can tell whether a change touched that (AnswerSource.recorded): a list's port
-   * calls. Absent otherwise, and then nothing is noted.
+   * calls. Absent otherwise, and then nothing is noted. Its `only`, when set, names the items a
+   * list answers (a re-execution of the items a change touched).
    */
-  recorded?: Set<string>;
+  recorded?: ReadNotes;
 }
 
 export interface OperationMeta {
@@ -171,7 +173,7 @@ export class LoaderRegistry {
  */
 class RequestScope implements GatewayContext {
   readonly deadline: Deadline;
-  recorded: Set<string> | undefined = undefined;
+  recorded: ReadNotes | undefined = undefined;
   private forked: EntityManager | undefined;
   private registry: LoaderRegistry | undefined;
 

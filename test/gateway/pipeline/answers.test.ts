@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { buildSchema, parse, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
+import {
+  buildSchema,
+  GraphQLError,
+  parse,
+  type ExecutionResult,
+  type OperationDefinitionNode,
+} from 'graphql';
 import type { AppServices } from '../../../src/gateway/schema/context.js';
 import {
   AnswerCache,
@@ -10,6 +16,7 @@ import {
   keptWith,
   type AnswerSource,
   type Keepable,
+  type ReadNotes,
 } from '../../../src/gateway/pipeline/answers.js';
 
 const schema = buildSchema(`
@@ -186,6 +193,139 @@ describe('AnswerCache', () => {
     // b was dropped: it executes again; a is still kept.
     expect(await cache.answer(src, services, 'acct', 'b', () => result(2))).toEqual(result(2));
     expect(await cache.answer(src, services, 'acct', 'c', () => result(8))).toEqual(result(3));
+  });
+});
+
+describe('AnswerCache: carried and spliced over a version move', () => {
+  const services = {} as AppServices;
+  interface Row {
+    id: string;
+    n: number;
+  }
+
+  /**
+   * A source whose moves touched `touched` (undefined: cannot tell), and an operation over `rows`:
+   * a list `calls` (a connection: `nodes`, `edges` with cursors, `total`) and a field `stamp`, its
+   * resolvers noting what they read. `answered` counts the items each execution answers.
+   */
+  function setup() {
+    const state = {
+      version: '1',
+      touched: undefined as ReadonlySet<string> | undefined,
+      rows: [
+        { id: 'a', n: 1 },
+        { id: 'b', n: 1 },
+        { id: 'c', n: 1 },
+      ] as Row[],
+      total: 3,
+      stamp: 's',
+      fail: false,
+      answered: [] as number[],
+    };
+    const src: AnswerSource = {
+      name: 'test',
+      coordinates: new Set(),
+      scopeOf: (p) => p.accountId,
+      version: () => state.version,
+      changed: () => state.touched,
+    };
+    const outcomes: AnswerOutcome[] = [];
+    const cache = new AnswerCache(1024 * 1024, (_s, o) => outcomes.push(o));
+    const execute = (notes?: ReadNotes): ExecutionResult => {
+      const rows = state.rows.map((r) => ({ ...r }));
+      notes?.list(
+        'calls',
+        rows.map((r) => r.id),
+        state.total,
+      );
+      const shown = rows.map((r, i) => ({ r, i })).filter(({ r }) => !notes || notes.answers(r.id));
+      state.answered.push(shown.length);
+      const calls = {
+        total: state.total,
+        edges: shown.map(({ r, i }) => ({ cursor: `o:${i}`, node: r })),
+        nodes: shown.map(({ r }) => r),
+      };
+      if (state.fail) return { data: { calls, stamp: state.stamp }, errors: [new GraphQLError('boom')] };
+      return { data: { calls, stamp: state.stamp } };
+    };
+    const read = () => cache.answer(src, services, 'acct', 'k', execute, true);
+    const full = () => JSON.stringify(execute().data);
+    return { state, outcomes, read, full };
+  }
+
+  it('carries the kept result over moves that touched none of its items', async () => {
+    const { state, outcomes, read } = setup();
+    await read();
+    const kept = await read();
+    state.version = '2';
+    state.touched = new Set(['z']);
+    expect(await read()).toBe(kept);
+    expect(outcomes).toEqual(['miss', 'hit', 'carried']);
+  });
+
+  it('executes the touched items alone and puts them in their places: the bytes of a full execution', async () => {
+    const { state, outcomes, read, full } = setup();
+    await read();
+    state.version = '2';
+    state.touched = new Set(['b', 'z']);
+    state.rows[1]!.n = 2;
+    const spliced = await read();
+    expect(outcomes).toEqual(['miss', 'spliced']);
+    expect(state.answered).toEqual([3, 1]);
+    expect(JSON.stringify(spliced.data)).toBe(full());
+    // Kept at the new version, frozen like any kept result.
+    const kept = await read();
+    expect(outcomes.at(-1)).toBe('hit');
+    expect(kept).toEqual(spliced);
+    expect(Object.isFrozen((kept.data!.calls as { nodes: Row[] }).nodes[1])).toBe(true);
+  });
+
+  const fallbacks: Array<[string, (state: ReturnType<typeof setup>['state']) => void]> = [
+    ['the list reads other items', (state) => state.rows.reverse()],
+    ['the list reads another total', (state) => (state.total = 4)],
+    ['another part of the answer differs', (state) => (state.stamp = 't')],
+    ['the re-execution fails', (state) => (state.fail = true)],
+    ['the moves cannot be told', (state) => (state.touched = undefined)],
+  ];
+  it.each(fallbacks)('executes in full when %s', async (_what, change) => {
+    const { state, outcomes, read, full } = setup();
+    await read();
+    state.version = '2';
+    state.touched = new Set(['b']);
+    state.rows[1]!.n = 2;
+    change(state);
+    const answer = await read();
+    expect(outcomes.at(-1)).toBe('miss');
+    expect(outcomes).not.toContain('spliced');
+    if (!state.fail) expect(JSON.stringify(answer.data)).toBe(full());
+  });
+
+  it('executes in full when a touched key is no list item (noted outside a list)', async () => {
+    const { state, outcomes } = setup();
+    const original = state.rows;
+    // An execution noting a key of its own beside the list's.
+    const cache = new AnswerCache(1024 * 1024, (_s, o) => outcomes.push(o));
+    const src: AnswerSource = {
+      name: 'test',
+      coordinates: new Set(),
+      scopeOf: (p) => p.accountId,
+      version: () => state.version,
+      changed: () => state.touched,
+    };
+    const execute = (notes?: ReadNotes): ExecutionResult => {
+      notes?.keys.add('vendor-1');
+      notes?.list(
+        'calls',
+        original.map((r) => r.id),
+        3,
+      );
+      return { data: { calls: { nodes: original.filter((r) => !notes || notes.answers(r.id)) } } };
+    };
+    await cache.answer(src, services, 'acct', 'k', execute, true);
+    state.version = '2';
+    state.touched = new Set(['vendor-1']);
+    await cache.answer(src, services, 'acct', 'k', execute, true);
+    expect(outcomes).toEqual(['miss', 'miss']);
   });
 });
 
