@@ -340,9 +340,10 @@ interface Row extends Sample {
   shareMax?: number;
   /** The same for `compareWith`. */
   compared?: number;
-  /** Kept answers while this probe ran: hits ÷ queries whose results may be kept (and carried, joined ÷ them). */
+  /** Kept answers while this probe ran: hits ÷ queries whose results may be kept (and carried, spliced, joined ÷ them). */
   hitRate?: number;
   carriedRate?: number;
+  splicedRate?: number;
   joinedRate?: number;
   rounds: Sample[];
 }
@@ -624,7 +625,9 @@ async function main(): Promise<void> {
       const r = shares.get(p.name)!;
       const c = compared.get(p.name)!;
       const n = counted.get(p.name);
-      const total = n ? (n.hit ?? 0) + (n.carried ?? 0) + (n.joined ?? 0) + (n.miss ?? 0) : 0;
+      const total = n
+        ? (n.hit ?? 0) + (n.carried ?? 0) + (n.spliced ?? 0) + (n.joined ?? 0) + (n.miss ?? 0)
+        : 0;
       return {
         name: p.name,
         kind: p.kind,
@@ -647,6 +650,7 @@ async function main(): Promise<void> {
           ? {
               hitRate: (n.hit ?? 0) / total,
               carriedRate: (n.carried ?? 0) / total,
+              splicedRate: (n.spliced ?? 0) / total,
               joinedRate: (n.joined ?? 0) / total,
             }
           : {}),
@@ -692,7 +696,7 @@ async function main(): Promise<void> {
     const share = p.kind.endsWith('ceiling') ? p.kind : shareText(r, p);
     const kept =
       r.hitRate !== undefined
-        ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
+        ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.splicedRate! * 100).toFixed(0)} % spliced, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
         : '';
     const cpuText =
       r.cpuUs === undefined
