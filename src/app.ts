@@ -164,6 +164,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     fastify.log.warn({ err: e }, 'SQLite checkpoints stay on the serving connection');
     return undefined;
   });
+  // SQLite: audit rows are inserted by a worker thread, not on the serving connection (src/audit/worker.ts).
+  await audit.start().catch((e: unknown) => {
+    fastify.log.warn({ err: e }, 'SQLite audit rows stay on the serving connection');
+  });
   // Modules start in the order of MODULES and stop in reverse; what each runs is kept here.
   const running: RunningModule[] = [];
   const stopModules = async () => {
@@ -181,6 +185,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     await stopModules();
     await bus.close();
     await limiter?.close();
+    await audit.close();
     await checkpoints?.stop();
     await versions.stop();
     if (!options.db) await db.close();
@@ -252,7 +257,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       await apollo.stop();
       await stopModules();
       await bus.close();
-      await audit.flush();
+      await audit.close();
       await credentials.flushLastUsed();
       await limiter?.close();
       await telemetry.shutdown();

@@ -5,6 +5,7 @@ import { sha256Hex } from '../kernel/crypto.js';
 import { Lru } from '../kernel/lru.js';
 import type { AuditEntry, AuditLog } from '../gateway/schema/context.js';
 import { AuditRecord } from './entities.js';
+import { startAuditThread, type AuditThread } from './worker.js';
 
 export type { AuditEntry } from '../gateway/schema/context.js';
 
@@ -214,14 +215,18 @@ async function insertAuditRows(
 }
 
 /**
- * Appends audit records in small batches off the request path. A crash can lose at most the
- * last flush interval; shutdown flushes what is buffered.
+ * Appends audit records in small batches off the request path: on a SQLite file through a worker
+ * thread once `start` has started it (src/audit/worker.ts), else on the serving connection. A crash
+ * can lose at most the last flush interval; `close` stores what is buffered.
  */
 export class AuditWriter implements AuditLog {
   private buffer: AuditEntry[] = [];
   private readonly statements = new WeakMap<object, Map<number, SqliteStatement>>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  private thread: AuditThread | undefined;
+  /** Rows stored so far by the worker thread and by the serving connection (tests). */
+  readonly stored = { thread: 0, connection: 0 };
 
   constructor(
     private readonly db: Database,
@@ -229,6 +234,32 @@ export class AuditWriter implements AuditLog {
     private readonly flushMs = 250,
     private readonly maxBatch = 500,
   ) {}
+
+  /**
+   * Starts the worker thread that inserts the rows, where there is one to start (a SQLite file);
+   * rejects if it cannot start, and the rows stay on the serving connection.
+   */
+  async start(): Promise<void> {
+    this.thread = await startAuditThread(this.db, {
+      columns: COLUMNS.length,
+      chunk: SQLITE_CHUNK,
+      oneSql: insertSql(this.db, 1),
+      chunkSql: insertSql(this.db, SQLITE_CHUNK),
+    });
+  }
+
+  /** The worker thread, when one inserts the rows (tests). */
+  get worker(): AuditThread['worker'] | undefined {
+    return this.thread?.worker;
+  }
+
+  /** Stores what is buffered, then stops the worker thread. */
+  async close(): Promise<void> {
+    await this.flush();
+    const thread = this.thread;
+    this.thread = undefined;
+    await thread?.stop();
+  }
 
   record(entry: AuditEntry): void {
     this.buffer.push(entry);
@@ -248,8 +279,19 @@ export class AuditWriter implements AuditLog {
     this.buffer = [];
     this.flushing = this.flushing.then(async () => {
       if (batch.length === 0) return;
+      let rest = batch;
+      if (this.thread) {
+        const platform = this.db.root.getPlatform();
+        const { stored, error } = await this.thread.insert(bindRows(platform, batch), batch.length);
+        this.stored.thread += stored;
+        if (error === undefined) return;
+        // What the worker did not commit is written here, from its first row not stored.
+        this.onError(new Error(`audit worker stored ${stored} of ${batch.length} rows: ${error}`));
+        rest = batch.slice(stored);
+      }
       try {
-        await insertAuditRows(this.db, batch, this.statements);
+        await insertAuditRows(this.db, rest, this.statements);
+        this.stored.connection += rest.length;
       } catch (error) {
         this.onError(error);
       }
