@@ -280,8 +280,12 @@ export class AnswerCache {
     const next = (touched: ReadonlySet<string> | undefined) => {
       if (!touched) return run();
       const read = new Set([...touched].filter((k) => notes.keys.has(k)));
-      if (read.size > 0)
+      if (read.size > 0) {
+        // Only a list's items can be executed again alone: a touched row read elsewhere executes all.
+        const lists = [...notes.lists.values()];
+        if (![...read].every((k) => lists.some((list) => list.keys.includes(k)))) return run();
         return this.run(source, key, version, () => this.spliced(source, kept, read, execute));
+      }
       // Another request may have kept a newer result meanwhile: that one stays.
       if (this.kept.peek(key) === kept) kept.version = version;
       this.observe(source.name, 'carried');
@@ -364,8 +368,8 @@ const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON
 /**
  * The kept data with the items of a re-execution that answered some items of its lists only
  * (`notes.only`) in their places, or undefined when that would not be the data a full execution
- * answers: the re-execution failed, a touched key is no list's item, a list read other items or
- * another total, or any part that is no list's items (a total, a page's cursors) came out different.
+ * answers: the re-execution failed, a list read other items or another total, or any part that is
+ * no list's items (a total, a page's cursors) came out different.
  */
 function splice(kept: Kept, fresh: ExecutionResult, notes: ReadNotes): Json | undefined {
   const before = kept.result.data;
@@ -375,7 +379,6 @@ function splice(kept: Kept, fresh: ExecutionResult, notes: ReadNotes): Json | un
   if (fresh.errors?.length || !isObject(before) || !isObject(after) || !lists || !only) return undefined;
   if (notes.lists.size !== lists.size || Object.keys(after).length !== Object.keys(before).length)
     return undefined;
-  for (const key of only) if (![...lists.values()].some((list) => list.keys.includes(key))) return undefined;
   const data: Json = {};
   for (const name of Object.keys(before)) {
     const was = before[name];

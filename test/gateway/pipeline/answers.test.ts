@@ -221,6 +221,8 @@ describe('AnswerCache: carried and spliced over a version move', () => {
       stamp: 's',
       fail: false,
       answered: [] as number[],
+      /** Keys an execution notes beside its list's (a row read outside the list). */
+      noted: [] as string[],
     };
     const src: AnswerSource = {
       name: 'test',
@@ -233,6 +235,7 @@ describe('AnswerCache: carried and spliced over a version move', () => {
     const cache = new AnswerCache(1024 * 1024, (_s, o) => outcomes.push(o));
     const execute = (notes?: ReadNotes): ExecutionResult => {
       const rows = state.rows.map((r) => ({ ...r }));
+      for (const key of state.noted) notes?.keys.add(key);
       notes?.list(
         'calls',
         rows.map((r) => r.id),
@@ -301,31 +304,14 @@ describe('AnswerCache: carried and spliced over a version move', () => {
   });
 
   it('executes in full when a touched key is no list item (noted outside a list)', async () => {
-    const { state, outcomes } = setup();
-    const original = state.rows;
-    // An execution noting a key of its own beside the list's.
-    const cache = new AnswerCache(1024 * 1024, (_s, o) => outcomes.push(o));
-    const src: AnswerSource = {
-      name: 'test',
-      coordinates: new Set(),
-      scopeOf: (p) => p.accountId,
-      version: () => state.version,
-      changed: () => state.touched,
-    };
-    const execute = (notes?: ReadNotes): ExecutionResult => {
-      notes?.keys.add('vendor-1');
-      notes?.list(
-        'calls',
-        original.map((r) => r.id),
-        3,
-      );
-      return { data: { calls: { nodes: original.filter((r) => !notes || notes.answers(r.id)) } } };
-    };
-    await cache.answer(src, services, 'acct', 'k', execute, true);
+    const { state, outcomes, read } = setup();
+    state.noted = ['vendor-1'];
+    await read();
     state.version = '2';
     state.touched = new Set(['vendor-1']);
-    await cache.answer(src, services, 'acct', 'k', execute, true);
+    await read();
     expect(outcomes).toEqual(['miss', 'miss']);
+    expect(state.answered).toEqual([3, 3]);
   });
 });
 
