@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Database } from '../db/orm.js';
+import { connectionPool, startSqliteWorker, type SqliteHandle } from '../db/sqlite-worker.js';
 
 /*
  * On a SQLite file the audit rows are inserted by a worker thread with a connection of its own,
@@ -28,9 +28,8 @@ interface Reply {
 }
 
 /**
- * The worker: a CommonJS script run by `eval` (as the checkpoint worker, src/db/checkpoints.ts), so
- * it needs no file of its own in the build. It opens the database file with the serving
- * connection's `synchronous`, and inserts each batch it is sent with two prepared statements: one
+ * The worker (started by src/db/sqlite-worker.ts, as the checkpoint worker). It opens the database
+ * file with the serving connection's `synchronous`, and inserts each batch it is sent with two prepared statements: one
  * of `chunk` rows and one of a single row.
  */
 const WORKER_SOURCE = `
@@ -68,19 +67,6 @@ parentPort.on('message', (message) => {
 parentPort.postMessage({ kind: 'ready' });
 `;
 
-/** The better-sqlite3 handle of a pooled connection: its file, and a way to read a pragma. */
-interface SqliteHandle {
-  readonly name: string;
-  readonly memory: boolean;
-  pragma(source: string, options: { simple: true }): unknown;
-}
-
-/** The pool that hands out the serving connection (knex's client, typed as `any` by knex). */
-interface ConnectionPool {
-  acquireConnection(): Promise<unknown>;
-  releaseConnection(connection: unknown): Promise<unknown>;
-}
-
 /** The insert statements the worker prepares, and the shape of the values it is sent. */
 export interface AuditInserts {
   /** Columns per row: a batch's values are its rows' bound values one after the other. */
@@ -113,7 +99,7 @@ export async function startAuditThread(
   inserts: AuditInserts,
 ): Promise<AuditThread | undefined> {
   if (db.dialect !== 'sqlite') return undefined;
-  const pool = db.root.getConnection().getKnex().client as ConnectionPool;
+  const pool = connectionPool(db);
   // knex's client types its pooled connections as `any`; on this dialect each is a better-sqlite3 Database.
   const handle = (await pool.acquireConnection()) as SqliteHandle;
   let file: string;
@@ -125,25 +111,11 @@ export async function startAuditThread(
   } finally {
     await pool.releaseConnection(handle);
   }
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: {
-      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-      file,
-      synchronous: Number(synchronous),
-      perTransaction: ROWS_PER_TRANSACTION,
-      ...inserts,
-    },
-  });
-  // A worker left running by a process that exits without stopping it must not keep it alive.
-  worker.unref();
-  await new Promise<void>((resolve, reject) => {
-    const failed = (error: unknown) => reject(error instanceof Error ? error : new Error(String(error)));
-    worker.once('error', failed);
-    worker.once('message', () => {
-      worker.off('error', failed);
-      resolve();
-    });
+  const worker = await startSqliteWorker('audit worker', WORKER_SOURCE, {
+    file,
+    synchronous: Number(synchronous),
+    perTransaction: ROWS_PER_TRANSACTION,
+    ...inserts,
   });
 
   const pending = new Map<number, (reply: { stored: number; error?: string }) => void>();

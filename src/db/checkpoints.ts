@@ -1,6 +1,11 @@
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Database } from './orm.js';
+import {
+  connectionPool,
+  startSqliteWorker,
+  type ConnectionPool,
+  type SqliteHandle,
+} from './sqlite-worker.js';
 
 /*
  * SQLite's write-ahead log is copied back into the database file by checkpoints. By default the
@@ -65,18 +70,9 @@ export interface BackgroundCheckpoints {
   stop(): Promise<void>;
 }
 
-/** The better-sqlite3 handle of a pooled connection: its file, and a way to set a pragma. */
-interface SqliteHandle {
-  readonly name: string;
-  readonly memory: boolean;
-  readonly open: boolean;
-  pragma(source: string): unknown;
-}
-
 /**
- * The worker: a CommonJS script run by `eval`, so it needs no file of its own in the build. It
- * loads better-sqlite3 from the path the server resolved, opens the database file, and reports
- * each checkpoint to the server.
+ * The worker (started by sqlite-worker.ts, as the audit log's): it opens the database file and
+ * reports each checkpoint to the server.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -98,13 +94,7 @@ parentPort.on('message', (message) => {
 parentPort.postMessage({ kind: 'ready' });
 `;
 
-type WorkerMessage = { kind: 'ready' } | { kind: 'checkpoint'; result: CheckpointResult; requested: boolean };
-
-/** The pool that hands out the serving connection (knex's client, typed as `any` by knex). */
-interface ConnectionPool {
-  acquireConnection(): Promise<unknown>;
-  releaseConnection(connection: unknown): Promise<unknown>;
-}
+type WorkerMessage = { kind: 'checkpoint'; result: CheckpointResult; requested: boolean };
 
 /**
  * Starts the checkpointing worker for the database's file; undefined when there is nothing to
@@ -118,7 +108,7 @@ export async function startBackgroundCheckpoints(
   restartFrames = RESTART_FRAMES,
 ): Promise<BackgroundCheckpoints | undefined> {
   if (db.dialect !== 'sqlite') return undefined;
-  const pool = db.root.getConnection().getKnex().client as ConnectionPool;
+  const pool = connectionPool(db);
   // knex's client types its pooled connections as `any`; on this dialect each is a better-sqlite3 Database.
   const handle = (await pool.acquireConnection()) as SqliteHandle;
   try {
@@ -136,16 +126,10 @@ async function runWorker(
   intervalMs: number,
   restartFrames: number,
 ): Promise<BackgroundCheckpoints> {
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: {
-      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-      file: handle.name,
-      intervalMs,
-    },
+  const worker = await startSqliteWorker('checkpoint worker', WORKER_SOURCE, {
+    file: handle.name,
+    intervalMs,
   });
-  // A worker left running by a process that exits without stopping it must not keep it alive.
-  worker.unref();
   let runs = 0;
   let restarts = 0;
   let last: CheckpointResult | undefined;
@@ -154,16 +138,6 @@ async function runWorker(
   const selfCheckpointing = () => {
     if (handle.open) handle.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   };
-
-  await new Promise<void>((resolve, reject) => {
-    const failed = (error: unknown) => reject(error instanceof Error ? error : new Error(String(error)));
-    worker.once('error', failed);
-    worker.once('message', (message: WorkerMessage) => {
-      worker.off('error', failed);
-      if (message.kind === 'ready') resolve();
-      else failed(new Error(`checkpoint worker: unexpected first message ${message.kind}`));
-    });
-  });
   handle.pragma('wal_autocheckpoint = 0');
 
   // The frames written since the worker's complete checkpoint, copied by the worker while the
