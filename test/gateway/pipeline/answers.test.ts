@@ -403,7 +403,7 @@ describe('bodyOf', () => {
     const once = bodyOf(kept);
     expect(Buffer.isBuffer(once)).toBe(true);
     expect(bodyOf(kept)).toBe(once);
-    // An envelope embeds a kept ASCII part as text, any other kept part as its bytes.
+    // An envelope embeds a small kept ASCII part as text, any other kept part as its bytes.
     const ascii = Object.freeze({ port: 'Rotterdam' });
     expect(bodyOf({ data: ascii, extensions: { cost: 1 } })).toBe(
       '{"data":{"port":"Rotterdam"},"extensions":{"cost":1}}',
@@ -412,5 +412,12 @@ describe('bodyOf', () => {
     const envelope = bodyOf({ data: accented, extensions: { cost: 1 } });
     expect(Buffer.isBuffer(envelope)).toBe(true);
     expect(text(envelope)).toBe('{"data":{"port":"Göteborg"},"extensions":{"cost":1}}');
+    // A large ASCII part (a dashboard) is embedded as its bytes too: copied, not encoded again.
+    const dashboard = Object.freeze({
+      names: Object.freeze(Array.from({ length: 300 }, (_, i) => `call ${i}`)),
+    });
+    const large = bodyOf({ data: dashboard, extensions: { cost: 2 } }, '\n');
+    expect(Buffer.isBuffer(large)).toBe(true);
+    expect(text(large)).toBe(JSON.stringify({ data: dashboard, extensions: { cost: 2 } }) + '\n');
   });
 });
