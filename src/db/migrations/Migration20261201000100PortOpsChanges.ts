@@ -79,6 +79,56 @@ const SQLITE_ROWS: Array<{ table: string; event: string; account: string; call: 
   })),
 ];
 
+/** SQLite: a trigger's move of version `name` (its row made first). */
+const sqliteBump = (
+  name: string,
+) => `insert or ignore into read_model_versions (name, version) values (${name}, 0);
+       update read_model_versions set version = version + 1 where name = ${name};`;
+
+/**
+ * SQLite: a trigger's drop of `account`'s change rows more than KEPT_BUMPS moves older than version
+ * `name`; with `pruneEvery` above 1 only on a move to a multiple of it (a term that names no row,
+ * which SQLite tests once before it looks at any).
+ */
+const sqlitePrune = (account: string, name: string, pruneEvery: number) =>
+  `delete from port_ops_changes where ${pruneEvery > 1 ? `(select version % ${pruneEvery} from read_model_versions where name = ${name}) = 0 and ` : ''}account_id = ${account}
+             and version <= (select version - ${KEPT_BUMPS} from read_model_versions where name = ${name});`;
+
+/**
+ * SQLite: the statements (each trigger dropped, then made) of every port-ops row trigger that moves
+ * an account's version and logs the change; the log drops rows on every move, or on every
+ * `pruneEvery`th (Migration20261206000100SqlitePruneChangeLog).
+ */
+export function sqlitePortOpsTriggers(pruneEvery = 1): string[] {
+  const statements: string[] = [];
+  for (const { table, event, account, call } of SQLITE_ROWS) {
+    const name = versionName(account);
+    statements.push(
+      `drop trigger if exists ${table}_version_${event}`,
+      `create trigger ${table}_version_${event} after ${event} on ${table} for each row begin ${sqliteBump(name)} insert into port_ops_changes (account_id, version, call_id)
+           select ${account}, version, ${call} from read_model_versions where name = ${name};
+         ${sqlitePrune(account, name, pruneEvery)} end`,
+    );
+  }
+  // A history row whose subject is gone bumps the shared version, as before, and logs nothing.
+  for (const event of ['insert', 'update', 'delete']) {
+    const row = event === 'delete' ? 'old' : 'new';
+    const account = SUBJECT_ACCOUNT(`${row}.subject_id`);
+    statements.push(
+      `drop trigger if exists status_changes_version_${event}`,
+      `create trigger status_changes_version_${event} after ${event} on status_changes for each row begin
+           insert or ignore into read_model_versions (name, version) values (coalesce(${versionName(account)}, 'port-ops'), 0);
+           update read_model_versions set version = version + 1 where name = coalesce(${versionName(account)}, 'port-ops');
+           insert into port_ops_changes (account_id, version, call_id)
+             select ${account}, version, ${subjectCall(row)} from read_model_versions
+             where name = ${versionName(account)};
+           ${sqlitePrune(account, versionName(account), pruneEvery)}
+         end`,
+    );
+  }
+  return statements;
+}
+
 export class Migration20261201000100PortOpsChanges extends PortableMigration {
   override async up(): Promise<void> {
     this.schema((s) =>
@@ -125,47 +175,16 @@ export class Migration20261201000100PortOpsChanges extends PortableMigration {
     this.schema((s) => s.dropTable('port_ops_changes'));
   }
 
-  /** One trigger as Migration20261125000300PortOpsVersions made it, with the change row when `call` is given. */
-  private sqliteTrigger(
-    table: string,
-    event: string,
-    name: string,
-    logged?: { account: string; call: string },
-  ) {
-    const bump = `insert or ignore into read_model_versions (name, version) values (${name}, 0);
-       update read_model_versions set version = version + 1 where name = ${name};`;
-    const log = logged
-      ? `insert into port_ops_changes (account_id, version, call_id)
-           select ${logged.account}, version, ${logged.call} from read_model_versions where name = ${name};
-         delete from port_ops_changes where account_id = ${logged.account}
-           and version <= (select version - ${KEPT_BUMPS} from read_model_versions where name = ${name});`
-      : '';
+  /** One trigger as Migration20261125000300PortOpsVersions made it: a bump, no change row. */
+  private sqliteTrigger(table: string, event: string, name: string) {
     this.addSql(`drop trigger if exists ${table}_version_${event}`);
     this.addSql(
-      `create trigger ${table}_version_${event} after ${event} on ${table} for each row begin ${bump} ${log} end`,
+      `create trigger ${table}_version_${event} after ${event} on ${table} for each row begin ${sqliteBump(name)} end`,
     );
   }
 
   private sqlite(): void {
-    for (const { table, event, account, call } of SQLITE_ROWS)
-      this.sqliteTrigger(table, event, versionName(account), { account, call });
-    // A history row whose subject is gone bumps the shared version, as before, and logs nothing.
-    for (const event of ['insert', 'update', 'delete']) {
-      const row = event === 'delete' ? 'old' : 'new';
-      const account = SUBJECT_ACCOUNT(`${row}.subject_id`);
-      this.addSql(`drop trigger if exists status_changes_version_${event}`);
-      this.addSql(
-        `create trigger status_changes_version_${event} after ${event} on status_changes for each row begin
-           insert or ignore into read_model_versions (name, version) values (coalesce(${versionName(account)}, 'port-ops'), 0);
-           update read_model_versions set version = version + 1 where name = coalesce(${versionName(account)}, 'port-ops');
-           insert into port_ops_changes (account_id, version, call_id)
-             select ${account}, version, ${subjectCall(row)} from read_model_versions
-             where name = ${versionName(account)};
-           delete from port_ops_changes where account_id = ${account}
-             and version <= (select version - ${KEPT_BUMPS} from read_model_versions where name = ${versionName(account)});
-         end`,
-      );
-    }
+    for (const sql of sqlitePortOpsTriggers()) this.addSql(sql);
   }
 
   private postgres(): void {

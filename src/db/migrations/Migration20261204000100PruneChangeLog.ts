@@ -12,8 +12,8 @@ export const PRUNE_EVERY = 64;
  * history row) and cost about 56 µs each: every earlier delete left its row's index entry dead until
  * vacuum, and each scan stepped over them. The log now holds between KEPT_BUMPS and KEPT_BUMPS +
  * PRUNE_EVERY moves per account; a range is still told only when it has a row for every move, so
- * the longer tail is read as what it is, committed history (src/port-ops/changes.ts). SQLite keeps its
- * delete per move: it leaves no dead entries (about 1 µs).
+ * the longer tail is read as what it is, committed history (src/port-ops/changes.ts). SQLite's triggers
+ * prune the same way since Migration20261206000100SqlitePruneChangeLog.
  */
 export class Migration20261204000100PruneChangeLog extends PortableMigration {
   override async up(): Promise<void> {

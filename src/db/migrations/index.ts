@@ -25,6 +25,7 @@ import { Migration20261201000300OneMovePerTransaction } from './Migration2026120
 import { Migration20261204000100PruneChangeLog } from './Migration20261204000100PruneChangeLog.js';
 import { Migration20261204000200DropPrefixIndexes } from './Migration20261204000200DropPrefixIndexes.js';
 import { Migration20261204000300AuditRequestIdIndex } from './Migration20261204000300AuditRequestIdIndex.js';
+import { Migration20261206000100SqlitePruneChangeLog } from './Migration20261206000100SqlitePruneChangeLog.js';
 
 /**
  * Every migration, in order. Migrations are checked in and never edited once released;
@@ -63,4 +64,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261204000100PruneChangeLog', class: Migration20261204000100PruneChangeLog },
   { name: 'Migration20261204000200DropPrefixIndexes', class: Migration20261204000200DropPrefixIndexes },
   { name: 'Migration20261204000300AuditRequestIdIndex', class: Migration20261204000300AuditRequestIdIndex },
+  { name: 'Migration20261206000100SqlitePruneChangeLog', class: Migration20261206000100SqlitePruneChangeLog },
 ];
