@@ -458,8 +458,9 @@ function freezeWithin(value: object): void {
 
 /*
  * The JSON of frozen values, written once: a frozen value cannot change, and its JSON goes with it.
- * Kept as text when it is small ASCII embedded in envelopes (a kept result's data), as UTF-8 bytes
- * otherwise or when it is sent as a whole body (a REST body derived from a kept result).
+ * Kept as text while it is ASCII and not needed as bytes, as UTF-8 bytes once it is embedded in an
+ * envelope from EMBEDDED_TEXT_BYTES on, sent as a whole body (a REST body derived from a kept result),
+ * or not ASCII.
  */
 const keptText = new WeakMap<object, string>();
 const keptBytes = new WeakMap<object, Buffer>();
@@ -473,34 +474,45 @@ const keptBytes = new WeakMap<object, Buffer>();
  */
 const EMBEDDED_TEXT_BYTES = 2048;
 
-/** Keeps `text`, the JSON of frozen `value` (`bytes` long in UTF-8), in the form an envelope embeds. */
+/**
+ * Keeps `text`, the JSON of frozen `value` (`bytes` long in UTF-8): as text when ASCII (encoded only
+ * if an envelope or a whole body needs its bytes: a REST route sends a body derived from it instead),
+ * as bytes otherwise.
+ */
 function keepJson(value: object, text: string, bytes = Buffer.byteLength(text)): string | Buffer {
-  if (bytes === text.length && bytes < EMBEDDED_TEXT_BYTES) {
+  if (bytes === text.length) {
     keptText.set(value, text);
     return text;
   }
-  const encoded = Buffer.from(text);
-  keptBytes.set(value, encoded);
-  return encoded;
+  return keepBytes(value, Buffer.from(text));
+}
+
+/** Keeps the bytes of frozen `value` in place of its text. */
+function keepBytes(value: object, bytes: Buffer): Buffer {
+  keptBytes.set(value, bytes);
+  keptText.delete(value);
+  return bytes;
 }
 
 /** What an envelope embeds of frozen `value`: its ASCII text when small, or its bytes. */
 function embedded(value: object): string | Buffer | undefined {
-  const kept = keptText.get(value) ?? keptBytes.get(value);
-  if (kept !== undefined) return kept;
-  const text = JSON.stringify(value) as string | undefined;
-  return text === undefined ? undefined : keepJson(value, text);
+  let kept = keptBytes.get(value) ?? keptText.get(value);
+  if (kept === undefined) {
+    const text = JSON.stringify(value) as string | undefined;
+    if (text === undefined) return undefined;
+    kept = keepJson(value, text);
+  }
+  return typeof kept === 'string' && kept.length >= EMBEDDED_TEXT_BYTES
+    ? keepBytes(value, Buffer.from(kept))
+    : kept;
 }
 
 /** Frozen `value` as a whole body: its bytes. */
 function frozenBytes(value: object): Buffer | undefined {
-  let bytes = keptBytes.get(value);
-  if (bytes === undefined) {
-    const text = keptText.get(value) ?? (JSON.stringify(value) as string | undefined);
-    if (text === undefined) return undefined;
-    keptBytes.set(value, (bytes = Buffer.from(text)));
-  }
-  return bytes;
+  const bytes = keptBytes.get(value);
+  if (bytes !== undefined) return bytes;
+  const text = keptText.get(value) ?? (JSON.stringify(value) as string | undefined);
+  return text === undefined ? undefined : keepBytes(value, Buffer.from(text));
 }
 
 /**
