@@ -200,11 +200,15 @@ interface Kept {
   result: ExecutionResult;
   /** What its execution read, when its source can carry it over a move. */
   notes?: ReadNotes;
+  /** Where its lists' items lie in its JSON, when it has lists (`writeJson`). */
+  spans?: Spans;
 }
 
 interface Executed {
   result: ExecutionResult;
   notes?: ReadNotes;
+  /** The result's JSON, when it was composed rather than to be written (a splice's). */
+  json?: WrittenJson;
 }
 
 /**
@@ -307,8 +311,8 @@ export class AnswerCache {
       this.observe(source.name, 'joined');
       return running;
     }
-    const execution = Promise.resolve(execute()).then(({ result, notes }) => {
-      if (!result.errors?.length) this.keep(key, version, result, notes);
+    const execution = Promise.resolve(execute()).then(({ result, notes, json }) => {
+      if (!result.errors?.length) this.keep(key, version, result, notes, json);
       return result;
     });
     this.running.set(runKey, execution);
@@ -337,24 +341,41 @@ export class AnswerCache {
   ): MaybePromise<Executed> {
     const notes = new ReadNotes(touched);
     return andThen(execute(notes), (result) => {
-      const data = splice(kept, result, notes);
-      if (data === undefined) return this.executed(source, execute, true);
+      const spliced = splice(kept, result, notes);
+      if (spliced === undefined) return this.executed(source, execute, true);
       this.observe(source.name, 'spliced');
-      return { result: { data }, notes: kept.notes };
+      const { data, replaced } = spliced;
+      // The kept JSON with the new items in their places, rather than the whole written again.
+      const before = kept.result.data;
+      const keptJson = before && kept.spans ? keptJsonOf(before) : undefined;
+      const json =
+        keptJson !== undefined && kept.spans ? splicedJson(keptJson, kept.spans, replaced) : undefined;
+      return json ? { result: { data }, notes: kept.notes, json } : { result: { data }, notes: kept.notes };
     });
   }
 
-  private keep(key: string, version: string, result: ExecutionResult, notes?: ReadNotes): void {
-    const text = JSON.stringify(result.data);
-    const bytes = text === undefined ? 0 : Buffer.byteLength(text);
+  private keep(
+    key: string,
+    version: string,
+    result: ExecutionResult,
+    notes?: ReadNotes,
+    written = writeJson(result.data, notes?.lists),
+  ): void {
+    const json = written?.json;
+    const bytes = written?.bytes ?? 0;
     // Larger than the whole bound: not kept (the cache would refuse it after the freeze below).
     if (bytes > this.maxBytes) return;
     // Frozen: every request shares this object, and nothing downstream may change it. A spliced
     // result's kept parts are frozen already, and the walk passes them by.
     const data = deepFreeze(result.data);
     // Its JSON is already written: the first request it serves need not write it again.
-    if (data && text !== undefined) keepJson(data, text, bytes);
-    this.kept.set(key, notes ? { version, result: { data }, notes } : { version, result: { data } }, bytes);
+    if (data && json !== undefined)
+      if (typeof json === 'string') keepJson(data, json, bytes);
+      else keepBytes(data, json);
+    const kept: Kept = { version, result: { data } };
+    if (notes) kept.notes = notes;
+    if (written?.spans) kept.spans = written.spans;
+    this.kept.set(key, kept, bytes);
   }
 }
 
@@ -371,7 +392,11 @@ const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON
  * answers: the re-execution failed, a list read other items or another total, or any part that is
  * no list's items (a total, a page's cursors) came out different.
  */
-function splice(kept: Kept, fresh: ExecutionResult, notes: ReadNotes): Json | undefined {
+function splice(
+  kept: Kept,
+  fresh: ExecutionResult,
+  notes: ReadNotes,
+): { data: Json; replaced: Replaced[] } | undefined {
   const before = kept.result.data;
   const after = fresh.data;
   const lists = kept.notes?.lists;
@@ -380,6 +405,7 @@ function splice(kept: Kept, fresh: ExecutionResult, notes: ReadNotes): Json | un
   if (notes.lists.size !== lists.size || Object.keys(after).length !== Object.keys(before).length)
     return undefined;
   const data: Json = {};
+  const replaced: Replaced[] = [];
   for (const name of Object.keys(before)) {
     const was = before[name];
     const now = after[name];
@@ -396,18 +422,26 @@ function splice(kept: Kept, fresh: ExecutionResult, notes: ReadNotes): Json | un
       if (read.keys[i] !== list.keys[i]) return undefined;
       if (only.has(list.keys[i]!)) places.push(i);
     }
-    const items = spliceItems(was, now, list.keys.length, places);
+    const items = spliceItems(was, now, list.keys.length, places, (field, place, item) =>
+      replaced.push({ list: name, field, place, item }),
+    );
     if (items === undefined) return undefined;
     data[name] = items;
   }
-  return data;
+  return { data, replaced };
 }
 
 /**
  * A list's answer (a connection: arrays of its items such as `edges` and `nodes`, beside parts such
  * as `totalCount`) with the re-executed items at `places`; undefined when it cannot be told apart.
  */
-function spliceItems(was: unknown, now: unknown, length: number, places: number[]): Json | undefined {
+function spliceItems(
+  was: unknown,
+  now: unknown,
+  length: number,
+  places: number[],
+  replace: (field: string, place: number, item: unknown) => void,
+): Json | undefined {
   if (!isObject(was) || !isObject(now) || Object.keys(now).length !== Object.keys(was).length)
     return undefined;
   const spliced: Json = {};
@@ -418,7 +452,10 @@ function spliceItems(was: unknown, now: unknown, length: number, places: number[
     if (Array.isArray(old)) {
       if (!Array.isArray(fresh) || old.length !== length || fresh.length !== places.length) return undefined;
       const items = old.slice();
-      places.forEach((place, i) => (items[place] = fresh[i]));
+      places.forEach((place, i) => {
+        items[place] = fresh[i];
+        replace(name, place, fresh[i]);
+      });
       spliced[name] = items;
     } else {
       if (!sameJson(old, fresh)) return undefined;
@@ -426,6 +463,164 @@ function spliceItems(was: unknown, now: unknown, length: number, places: number[
     }
   }
   return spliced;
+}
+
+/** An item a splice put in place of a kept one: in list `list`, array member `field`, at `place`. */
+interface Replaced {
+  list: string;
+  field: string;
+  place: number;
+  item: unknown;
+}
+
+/**
+ * Where the items of a kept result's lists lie in its JSON: per list (response key), per array
+ * member of the list's answer with one element per item (`edges`, `nodes`), the byte offsets at
+ * which each item's JSON starts and ends, two per item.
+ */
+type Spans = Map<string, Map<string, number[]>>;
+
+/** A result's JSON as text or bytes, its length in bytes, and where its lists' items lie. */
+interface WrittenJson {
+  json: string | Buffer;
+  bytes: number;
+  spans?: Spans;
+}
+
+/**
+ * `JSON.stringify(data)`, and when `lists` names lists at its top level, where their items lie:
+ * each such list's answer is written member by member in JSON.stringify's order and form, each
+ * item of an array with one element per item on its own, so that a splice can put new items in
+ * the places of old ones without writing the rest again (`splicedJson`).
+ */
+function writeJson(data: unknown, lists: ReadonlyMap<string, ListRead> | undefined): WrittenJson | undefined {
+  if (!lists?.size || !isPlainJson(data)) {
+    const text = JSON.stringify(data) as string | undefined;
+    return text === undefined ? undefined : { json: text, bytes: Buffer.byteLength(text) };
+  }
+  // Pieces joined once at the end; offsets counted in characters, and in bytes only if it is not ASCII.
+  const pieces: string[] = [];
+  let length = 0;
+  const add = (piece: string) => {
+    pieces.push(piece);
+    length += piece.length;
+  };
+  const spans: Spans = new Map();
+  // A member as JSON.stringify writes it, or nothing for what it leaves out (undefined).
+  const member = (first: boolean, key: string, json: string | undefined): boolean => {
+    if (json === undefined) return first;
+    add((first ? '' : ',') + quotedKey(key) + ':' + json);
+    return false;
+  };
+  let first = true;
+  add('{');
+  for (const name in data) {
+    if (!Object.hasOwn(data, name)) continue;
+    const value = data[name];
+    const list = lists.get(name);
+    if (!list || !isPlainJson(value)) {
+      first = member(first, name, JSON.stringify(value) as string | undefined);
+      continue;
+    }
+    add((first ? '' : ',') + quotedKey(name) + ':{');
+    first = false;
+    const fields = new Map<string, number[]>();
+    let firstField = true;
+    for (const field in value) {
+      if (!Object.hasOwn(value, field)) continue;
+      const items = value[field];
+      if (!Array.isArray(items) || items.length !== list.keys.length) {
+        firstField = member(firstField, field, JSON.stringify(items) as string | undefined);
+        continue;
+      }
+      add((firstField ? '' : ',') + quotedKey(field) + ':[');
+      firstField = false;
+      const offsets: number[] = [];
+      for (let i = 0; i < items.length; i++) {
+        if (i > 0) add(',');
+        offsets.push(length);
+        // An array writes what JSON.stringify leaves out as null.
+        add((JSON.stringify(items[i]) as string | undefined) ?? 'null');
+        offsets.push(length);
+      }
+      add(']');
+      fields.set(field, offsets);
+    }
+    add('}');
+    spans.set(name, fields);
+  }
+  add('}');
+  const text = pieces.join('');
+  const bytes = Buffer.byteLength(text);
+  if (bytes !== text.length) inBytes(text, spans);
+  return { json: text, bytes, spans };
+}
+
+/** Turns `spans`' offsets in characters of `text` into offsets in its UTF-8 bytes, in one pass. */
+function inBytes(text: string, spans: Spans): void {
+  const offsets = [...spans.values()].flatMap((fields) => [...fields.values()]);
+  const all = [...new Set(offsets.flat())].sort((a, b) => a - b);
+  const bytesAt = new Map<number, number>();
+  let at = 0;
+  let bytes = 0;
+  for (const offset of all) {
+    bytes += Buffer.byteLength(text.slice(at, offset));
+    at = offset;
+    bytesAt.set(offset, bytes);
+  }
+  for (const list of offsets) for (let i = 0; i < list.length; i++) list[i] = bytesAt.get(list[i]!)!;
+}
+
+/** A plain object whose JSON is its members' (no `toJSON`, no class). */
+function isPlainJson(value: unknown): value is Json {
+  if (!isObject(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return (proto === Object.prototype || proto === null) && !('toJSON' in value);
+}
+
+/**
+ * The JSON of a spliced result: the kept result's (`json`, whose items lie at `spans`) with each
+ * replaced item's JSON in place of the old one's, and where the items lie in it. Bytes, copied
+ * once around the new items.
+ */
+function splicedJson(
+  json: string | Buffer,
+  spans: Spans,
+  replaced: readonly Replaced[],
+): WrittenJson | undefined {
+  const cuts: Array<{ start: number; end: number; fresh: Buffer; delta: number }> = [];
+  for (const { list, field, place, item } of replaced) {
+    const offsets = spans.get(list)?.get(field);
+    const start = offsets?.[2 * place];
+    const end = offsets?.[2 * place + 1];
+    // An item whose place was not noted: the result's JSON is written whole instead.
+    if (start === undefined || end === undefined) return undefined;
+    const fresh = Buffer.from((JSON.stringify(item) as string | undefined) ?? 'null');
+    cuts.push({ start, end, fresh, delta: fresh.length - (end - start) });
+  }
+  cuts.sort((a, b) => a.start - b.start);
+  const source = typeof json === 'string' ? Buffer.from(json) : json;
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (const cut of cuts) {
+    parts.push(source.subarray(at, cut.start), cut.fresh);
+    at = cut.end;
+  }
+  parts.push(source.subarray(at));
+  // An offset moves by the changes in length of the items that end at or before it.
+  const moved = (offset: number) => {
+    let shifted = offset;
+    for (const cut of cuts) if (cut.end <= offset) shifted += cut.delta;
+    return shifted;
+  };
+  const next: Spans = new Map();
+  for (const [list, fields] of spans) {
+    const within = new Map<string, number[]>();
+    for (const [field, offsets] of fields) within.set(field, offsets.map(moved));
+    next.set(list, within);
+  }
+  const bytes = Buffer.concat(parts);
+  return { json: bytes, bytes: bytes.length, spans: next };
 }
 
 /**
@@ -492,6 +687,11 @@ function keepBytes(value: object, bytes: Buffer): Buffer {
   keptBytes.set(value, bytes);
   keptText.delete(value);
   return bytes;
+}
+
+/** The JSON kept for frozen `value`, text or bytes, if any. */
+function keptJsonOf(value: object): string | Buffer | undefined {
+  return keptBytes.get(value) ?? keptText.get(value);
 }
 
 /** What an envelope embeds of frozen `value`: its ASCII text when small, or its bytes. */

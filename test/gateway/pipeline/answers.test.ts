@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   buildSchema,
   GraphQLError,
@@ -201,6 +201,7 @@ describe('AnswerCache: carried and spliced over a version move', () => {
   interface Row {
     id: string;
     n: number;
+    port?: string;
   }
 
   /**
@@ -281,6 +282,74 @@ describe('AnswerCache: carried and spliced over a version move', () => {
     expect(outcomes.at(-1)).toBe('hit');
     expect(kept).toEqual(spliced);
     expect(Object.isFrozen((kept.data!.calls as { nodes: Row[] }).nodes[1])).toBe(true);
+  });
+
+  it("writes a spliced answer's JSON around its new items alone, splice after splice: the bytes of a full execution", async () => {
+    const { state, outcomes, read, full } = setup();
+    state.rows.push({ id: 'd', n: 1 });
+    state.total = 4;
+    state.rows[1]!.port = 'Zürich'; // not ASCII from the start: the items lie at byte offsets
+    await read();
+    const steps: Array<[string[], () => void]> = [
+      [['a'], () => (state.rows[0]!.n = 123_456)], // the first item, longer
+      [['d'], () => (state.rows[3]!.port = 'Göteborg ⚓')], // the last, no longer ASCII
+      [['b', 'c'], () => ((state.rows[1]!.n = 2), (state.rows[2]!.n = 3))], // two at once
+      [['a', 'd'], () => ((state.rows[0]!.n = 0), delete state.rows[3]!.port)], // shorter again
+    ];
+    const stringify = vi.spyOn(JSON, 'stringify');
+    try {
+      for (const [i, [touched, change]] of steps.entries()) {
+        state.version = String(i + 2);
+        state.touched = new Set(touched);
+        change();
+        stringify.mockClear();
+        const answer = await read();
+        // Each new item written twice (its edge, its node), nothing else of the lists again.
+        const items = stringify.mock.calls.filter(
+          ([value]) => value !== null && typeof value === 'object' && ('id' in value || 'node' in value),
+        );
+        expect(items).toHaveLength(2 * touched.length);
+        expect(outcomes.at(-1)).toBe('spliced');
+        // Sent as kept: its JSON was written at the splice.
+        const sent = text(bodyOf({ data: answer.data }));
+        expect(stringify.mock.calls.some(([value]) => value === answer.data)).toBe(false);
+        expect(sent).toBe(`{"data":${full()}}`);
+      }
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
+  it('keeps the JSON JSON.stringify writes for a result with lists, whatever else its answer holds', async () => {
+    const src: AnswerSource = {
+      name: 'test',
+      coordinates: new Set(),
+      scopeOf: (p) => p.accountId,
+      version: () => '1',
+      changed: () => new Set(),
+    };
+    const data = {
+      first: { a: [1, 2] },
+      calls: {
+        gone: undefined,
+        nodes: [{ id: 'a', port: 'Göteborg' }, null],
+        tags: ['only one'],
+        edges: [undefined, { cursor: 'x', node: { id: 'b', n: 1e21 } }],
+        total: 2,
+      },
+      empty: { nodes: [] },
+      none: null,
+      missing: undefined,
+    };
+    const execute = (notes?: ReadNotes): ExecutionResult => {
+      notes?.list('calls', ['a', 'b'], 2);
+      notes?.list('empty', [], 0);
+      notes?.list('none', [], 0);
+      return { data: data as unknown as Record<string, unknown> };
+    };
+    const cache = new AnswerCache(1024 * 1024);
+    const kept = await cache.answer(src, services, 'acct', 'k', execute, true);
+    expect(text(bodyOf({ data: kept.data }))).toBe(`{"data":${JSON.stringify(data)}}`);
   });
 
   const fallbacks: Array<[string, (state: ReturnType<typeof setup>['state']) => void]> = [
