@@ -346,10 +346,9 @@ export class AnswerCache {
       this.observe(source.name, 'spliced');
       const { data, replaced } = spliced;
       // The kept JSON with the new items in their places, rather than the whole written again.
-      const before = kept.result.data;
-      const keptJson = before && kept.spans ? keptJsonOf(before) : undefined;
-      const json =
-        keptJson !== undefined && kept.spans ? splicedJson(keptJson, kept.spans, replaced) : undefined;
+      const { spans, result: before } = kept;
+      const keptJson = spans && before.data ? keptJsonOf(before.data) : undefined;
+      const json = spans && keptJson !== undefined ? splicedJson(keptJson, spans, replaced) : undefined;
       return json ? { result: { data }, notes: kept.notes, json } : { result: { data }, notes: kept.notes };
     });
   }
@@ -696,7 +695,7 @@ function keptJsonOf(value: object): string | Buffer | undefined {
 
 /** What an envelope embeds of frozen `value`: its ASCII text when small, or its bytes. */
 function embedded(value: object): string | Buffer | undefined {
-  let kept = keptBytes.get(value) ?? keptText.get(value);
+  let kept = keptJsonOf(value);
   if (kept === undefined) {
     const text = JSON.stringify(value) as string | undefined;
     if (text === undefined) return undefined;
@@ -735,9 +734,7 @@ export function bodyOf(value: unknown, suffix = ''): string | Buffer {
     if (bytes === undefined) return String(JSON.stringify(value)) + suffix;
     return suffix === '' ? bytes : Buffer.concat([bytes, Buffer.from(suffix)]);
   }
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if (Array.isArray(value) || (proto !== Object.prototype && proto !== null))
-    return JSON.stringify(value) + suffix;
+  if (!isPlainJson(value)) return JSON.stringify(value) + suffix;
   const parts: Buffer[] = [];
   let text = '';
   let members = 0;

@@ -445,6 +445,8 @@ describe('bodyOf', () => {
       { data: kept, again: kept, name: 'São Paulo' },
       new Date('2026-11-25T00:00:00Z'),
       Object.assign(Object.create(null) as object, { x: kept }),
+      // An envelope's own toJSON is what JSON.stringify writes, not its members.
+      { data: kept, toJSON: () => ({ replaced: true }) },
       kept,
     ];
     for (const value of values) {
