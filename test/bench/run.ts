@@ -345,7 +345,29 @@ interface Row extends Sample {
   carriedRate?: number;
   splicedRate?: number;
   joinedRate?: number;
+  /** V8's pauses in the gateway while this probe ran, over all rounds (from its counters). */
+  pauses?: Pauses;
   rounds: Sample[];
+}
+
+/** Garbage-collection pauses: the young generation's (V8's scavenges) and the old's (its other kinds). */
+interface Pauses {
+  young: { count: number; meanMs: number; over10ms: number };
+  old: { count: number; meanMs: number; over10ms: number };
+}
+
+function pausesText({ young, old }: Pauses): string {
+  const one = (p: Pauses['young']) => `${p.count} (mean ${p.meanMs.toFixed(1)} ms, ${p.over10ms} over 10 ms)`;
+  return `GC pauses: young generation ${one(young)}, old ${one(old)}`;
+}
+
+function pausesOf(counters: Record<string, number>): Pauses {
+  const of = (kinds: string[]) => {
+    const sum = (what: string) => kinds.reduce((k, kind) => k + (counters[`gc:${kind}:${what}`] ?? 0), 0);
+    const count = sum('count');
+    return { count, meanMs: count > 0 ? (sum('seconds') * 1000) / count : 0, over10ms: sum('over10ms') };
+  };
+  return { young: of(['minor']), old: of(['major', 'incremental', 'weakcb']) };
 }
 
 function median(values: number[]): number {
@@ -401,12 +423,22 @@ async function measure(keys: Keys, p: Probe, seconds: number, postmaster?: numbe
   };
 }
 
-/** The kept-answer counters of a gateway (`tidegate_answer_cache_total` by outcome, all sources). */
-async function answerCounters(url: string): Promise<Record<string, number>> {
+/**
+ * A gateway's counters from `/metrics`: the kept answers (`tidegate_answer_cache_total` by outcome, all
+ * sources, as `answer:<outcome>`) and V8's pauses (`nodejs_gc_duration_seconds` by kind, as
+ * `gc:<kind>:count`, `gc:<kind>:seconds` and `gc:<kind>:over10ms`, the pauses longer than 10 ms).
+ */
+async function gatewayCounters(url: string): Promise<Record<string, number>> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const totals: Record<string, number> = {};
+  const add = (key: string, value: string) => (totals[key] = (totals[key] ?? 0) + Number(value));
   for (const m of text.matchAll(/^tidegate_answer_cache_total\{[^}]*outcome="(\w+)"[^}]*\} (\S+)$/gm))
-    totals[m[1]!] = (totals[m[1]!] ?? 0) + Number(m[2]);
+    add(`answer:${m[1]!}`, m[2]!);
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_(count|sum)\{kind="(\w+)"\} (\S+)$/gm))
+    add(`gc:${m[2]!}:${m[1] === 'sum' ? 'seconds' : 'count'}`, m[3]!);
+  // The 10 ms bucket counts the pauses up to 10 ms: the rest of the count is longer.
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_bucket\{le="0\.01",kind="(\w+)"\} (\S+)$/gm))
+    totals[`gc:${m[1]!}:over10ms`] = (totals[`gc:${m[1]!}:count`] ?? 0) - Number(m[2]);
   return totals;
 }
 
@@ -596,10 +628,10 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       const thisRound = new Map<string, Sample>();
       for (const p of probes) {
-        const before = p.counters ? await answerCounters(p.counters) : undefined;
+        const before = p.counters ? await gatewayCounters(p.counters) : undefined;
         const sample = await measure(keys, p, seconds, database.postmaster);
         if (p.counters && before) {
-          const after = await answerCounters(p.counters);
+          const after = await gatewayCounters(p.counters);
           const sum = counted.get(p.name) ?? {};
           for (const [k, v] of Object.entries(after)) sum[k] = (sum[k] ?? 0) + v - (before[k] ?? 0);
           counted.set(p.name, sum);
@@ -625,9 +657,8 @@ async function main(): Promise<void> {
       const r = shares.get(p.name)!;
       const c = compared.get(p.name)!;
       const n = counted.get(p.name);
-      const total = n
-        ? (n.hit ?? 0) + (n.carried ?? 0) + (n.spliced ?? 0) + (n.joined ?? 0) + (n.miss ?? 0)
-        : 0;
+      const outcome = (name: string) => n?.[`answer:${name}`] ?? 0;
+      const total = ['hit', 'carried', 'spliced', 'joined', 'miss'].reduce((k, o) => k + outcome(o), 0);
       return {
         name: p.name,
         kind: p.kind,
@@ -648,12 +679,13 @@ async function main(): Promise<void> {
         ...(c.length > 0 ? { compared: median(c) } : {}),
         ...(n && total > 0
           ? {
-              hitRate: (n.hit ?? 0) / total,
-              carriedRate: (n.carried ?? 0) / total,
-              splicedRate: (n.spliced ?? 0) / total,
-              joinedRate: (n.joined ?? 0) / total,
+              hitRate: outcome('hit') / total,
+              carriedRate: outcome('carried') / total,
+              splicedRate: outcome('spliced') / total,
+              joinedRate: outcome('joined') / total,
             }
           : {}),
+        ...(n ? { pauses: pausesOf(n) } : {}),
         rounds,
       };
     });
@@ -696,7 +728,7 @@ async function main(): Promise<void> {
     const share = p.kind.endsWith('ceiling') ? p.kind : shareText(r, p);
     const kept =
       r.hitRate !== undefined
-        ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.splicedRate! * 100).toFixed(0)} % spliced, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB`
+        ? `; kept answers: ${(r.hitRate * 100).toFixed(0)} % hits, ${(r.carriedRate! * 100).toFixed(0)} % carried, ${(r.splicedRate! * 100).toFixed(0)} % spliced, ${(r.joinedRate! * 100).toFixed(0)} % joined; RSS at the end ${rss.warm ?? '?'} MiB${r.pauses ? `; ${pausesText(r.pauses)}` : ''}`
         : '';
     const cpuText =
       r.cpuUs === undefined
