@@ -350,19 +350,26 @@ interface Row extends Sample {
   rounds: Sample[];
 }
 
+/** Pauses of one generation: how many, their mean, and how many took longer than 10 ms. */
+interface PauseCount {
+  count: number;
+  meanMs: number;
+  over10ms: number;
+}
+
 /** Garbage-collection pauses: the young generation's (V8's scavenges) and the old's (its other kinds). */
 interface Pauses {
-  young: { count: number; meanMs: number; over10ms: number };
-  old: { count: number; meanMs: number; over10ms: number };
+  young: PauseCount;
+  old: PauseCount;
 }
 
 function pausesText({ young, old }: Pauses): string {
-  const one = (p: Pauses['young']) => `${p.count} (mean ${p.meanMs.toFixed(1)} ms, ${p.over10ms} over 10 ms)`;
+  const one = (p: PauseCount) => `${p.count} (mean ${p.meanMs.toFixed(1)} ms, ${p.over10ms} over 10 ms)`;
   return `GC pauses: young generation ${one(young)}, old ${one(old)}`;
 }
 
 function pausesOf(counters: Record<string, number>): Pauses {
-  const of = (kinds: string[]) => {
+  const of = (kinds: string[]): PauseCount => {
     const sum = (what: string) => kinds.reduce((k, kind) => k + (counters[`gc:${kind}:${what}`] ?? 0), 0);
     const count = sum('count');
     return { count, meanMs: count > 0 ? (sum('seconds') * 1000) / count : 0, over10ms: sum('over10ms') };
