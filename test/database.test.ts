@@ -68,6 +68,35 @@ describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
   });
 });
 
+describe("SQLite's temporary files", () => {
+  it('are kept in memory on the server connection and on one opened from the configuration (the CLI)', async () => {
+    const database = await createTestDatabase('sqlite');
+    const app: App = await buildApp(
+      loadConfig({
+        DATABASE_URL: database.url,
+        LOG_LEVEL: 'warn',
+        DEMO_SEED: 'false',
+        SECRETS_KEY: TEST_SECRETS_KEY,
+      }),
+      { logger: false },
+    );
+    const cli = await openAppDatabase(database.url);
+    try {
+      // 2 is MEMORY; SQLite's default, 0, spills statement journals past 64 KiB to a file.
+      for (const db of [app.services.db, cli]) {
+        const [row] = await db.root
+          .getConnection()
+          .execute<Array<{ temp_store: number }>>('pragma temp_store');
+        expect(row!.temp_store).toBe(2);
+      }
+    } finally {
+      await cli.close();
+      await app.close();
+      await database.drop();
+    }
+  });
+});
+
 describe('The PostgreSQL pool size (DATABASE_POOL_MAX)', () => {
   it('is 10 unless set, and refuses a size that is no whole number from 1 to 1000, naming the setting', () => {
     expect(loadConfig({}).databasePoolMax).toBe(10);

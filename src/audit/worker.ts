@@ -39,6 +39,9 @@ const db = new Sqlite(workerData.file, { fileMustExist: true });
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
 db.pragma('synchronous = ' + workerData.synchronous);
+// A multi-row insert inside a transaction keeps a statement journal (so that it alone can be undone):
+// in memory, not spilled to a file in /var/tmp a page at a time (src/db/README.md, "Temporary files").
+db.pragma('temp_store = MEMORY');
 const { columns, chunk, perTransaction } = workerData;
 let one, many;
 const insert = db.transaction((values, from, to) => {

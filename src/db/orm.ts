@@ -162,6 +162,8 @@ export async function openDatabase(url: string, options: DatabaseOptions): Promi
     await conn.execute(`pragma synchronous = ${options.sqliteSynchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     // A log that grew past this (a long reader held checkpoints back) is cut back when it starts over.
     await conn.execute(`pragma journal_size_limit = ${SQLITE_LOG_SIZE_LIMIT}`);
+    // Statement journals and sorts in memory, not spilled to a file in /var/tmp (README.md).
+    await conn.execute('pragma temp_store = MEMORY');
   }
   return {
     orm,
