@@ -6,6 +6,7 @@ import { Account } from '../accounts/entities.js';
 import type { AppServices } from '../gateway/schema/context.js';
 import type { DomainEvent } from '../kernel/events.js';
 import type { Database } from '../db/orm.js';
+import { plainEntities } from '../db/plain.js';
 import type { OutboxSnapshot } from '../gateway/observability/metrics.js';
 import { HOUR, type Clock } from '../kernel/clock.js';
 import { isAppError } from '../kernel/errors.js';
@@ -250,7 +251,9 @@ export class WebhookOutbox {
         .orderBy({ occurredAt: 'asc', id: 'asc' })
         .limit(DISPATCH_BATCH);
       if (db.dialect === 'postgresql') qb.setLockMode(LockMode.PESSIMISTIC_PARTIAL_WRITE);
-      const events = await qb.getResult();
+      // Plain rows: only their values are read, and a batch of up to DISPATCH_BATCH entities cost
+      // the ORM's hydration (identity map, change tracking) more than the statement.
+      const events = plainEntities(tx, EventRecord, await qb.execute('all'));
       if (events.length === 0) return { count: 0, deliveries: 0, relayed: [] };
 
       const now = clock.now();
