@@ -6,10 +6,24 @@ import type { Database } from '../src/db/orm.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { describeWithPostgres, TEST_SECRETS_KEY } from './helpers/env.js';
 
-/** SQLite's `pragma synchronous` on the database's connection: 1 is NORMAL, 2 is FULL. */
-async function synchronousOf(db: Database): Promise<number> {
-  const [row] = await db.root.getConnection().execute<Array<{ synchronous: number }>>('pragma synchronous');
-  return row!.synchronous;
+/** A SQLite pragma's value on the database's connection (`synchronous`: 1 is NORMAL, 2 is FULL). */
+async function pragmaOf(db: Database, name: 'synchronous' | 'temp_store'): Promise<number> {
+  const [row] = await db.root.getConnection().execute<Array<Record<string, number>>>(`pragma ${name}`);
+  return row![name]!;
+}
+
+/** The server on a test database, with `env` beside the settings every test here gives. */
+function serverOn(url: string, env: Record<string, string> = {}): Promise<App> {
+  return buildApp(
+    loadConfig({
+      DATABASE_URL: url,
+      LOG_LEVEL: 'warn',
+      DEMO_SEED: 'false',
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      ...env,
+    }),
+    { logger: false },
+  );
 }
 
 describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
@@ -30,18 +44,9 @@ describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
       ['full', 2],
       ['NORMAL', 1],
     ] as const) {
-      const app: App = await buildApp(
-        loadConfig({
-          DATABASE_URL: database.url,
-          LOG_LEVEL: 'warn',
-          DEMO_SEED: 'false',
-          SECRETS_KEY: TEST_SECRETS_KEY,
-          ...(setting ? { SQLITE_SYNCHRONOUS: setting } : {}),
-        }),
-        { logger: false },
-      );
+      const app = await serverOn(database.url, setting ? { SQLITE_SYNCHRONOUS: setting } : {});
       try {
-        expect(await synchronousOf(app.services.db)).toBe(expected);
+        expect(await pragmaOf(app.services.db, 'synchronous')).toBe(expected);
       } finally {
         await app.close();
       }
@@ -55,10 +60,10 @@ describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
       databaseOptionsOf(loadConfig({ DATABASE_URL: database.url, SQLITE_SYNCHRONOUS: 'full' })),
     );
     opened.push(full);
-    expect(await synchronousOf(full)).toBe(2);
+    expect(await pragmaOf(full, 'synchronous')).toBe(2);
     const plain = await openAppDatabase(database.url);
     opened.push(plain);
-    expect(await synchronousOf(plain)).toBe(1);
+    expect(await pragmaOf(plain, 'synchronous')).toBe(1);
   });
 
   it('refuses any other value, naming the setting and the choices', () => {
@@ -71,24 +76,12 @@ describe("SQLite's synchronous setting (SQLITE_SYNCHRONOUS)", () => {
 describe("SQLite's temporary files", () => {
   it('are kept in memory on the server connection and on one opened from the configuration (the CLI)', async () => {
     const database = await createTestDatabase('sqlite');
-    const app: App = await buildApp(
-      loadConfig({
-        DATABASE_URL: database.url,
-        LOG_LEVEL: 'warn',
-        DEMO_SEED: 'false',
-        SECRETS_KEY: TEST_SECRETS_KEY,
-      }),
-      { logger: false },
-    );
+    const app = await serverOn(database.url);
     const cli = await openAppDatabase(database.url);
     try {
       // 2 is MEMORY; SQLite's default, 0, spills statement journals past 64 KiB to a file.
-      for (const db of [app.services.db, cli]) {
-        const [row] = await db.root
-          .getConnection()
-          .execute<Array<{ temp_store: number }>>('pragma temp_store');
-        expect(row!.temp_store).toBe(2);
-      }
+      expect(await pragmaOf(app.services.db, 'temp_store')).toBe(2);
+      expect(await pragmaOf(cli, 'temp_store')).toBe(2);
     } finally {
       await cli.close();
       await app.close();

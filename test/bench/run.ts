@@ -443,9 +443,13 @@ async function gatewayCounters(url: string): Promise<Record<string, number>> {
     add(`answer:${m[1]!}`, m[2]!);
   for (const m of text.matchAll(/^nodejs_gc_duration_seconds_(count|sum)\{kind="(\w+)"\} (\S+)$/gm))
     add(`gc:${m[2]!}:${m[1] === 'sum' ? 'seconds' : 'count'}`, m[3]!);
-  // The 10 ms bucket counts the pauses up to 10 ms: the rest of the count is longer.
-  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_bucket\{le="0\.01",kind="(\w+)"\} (\S+)$/gm))
-    totals[`gc:${m[1]!}:over10ms`] = (totals[`gc:${m[1]!}:count`] ?? 0) - Number(m[2]);
+  // The 10 ms bucket counts the pauses up to 10 ms: the rest of the count is longer. Its labels are
+  // read by name, in whatever order the exposition gives them.
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
+    const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+    if (labels.le === '0.01' && labels.kind)
+      totals[`gc:${labels.kind}:over10ms`] = (totals[`gc:${labels.kind}:count`] ?? 0) - Number(m[2]);
+  }
   return totals;
 }
 
