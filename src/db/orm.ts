@@ -14,7 +14,7 @@ import type { EntityManager, Knex } from '@mikro-orm/knex';
 import { Migrator } from '@mikro-orm/migrations';
 import { DEFAULT_POOL_MAX, isPostgresUrl, type SqliteSynchronous } from '../config.js';
 import { MIGRATIONS } from './migrations/index.js';
-import { sqliteWriteLockSql, takeSqliteWriteLock } from './prepared.js';
+import { SQLITE_BUSY_TIMEOUT_MS, sqliteWriteLockSql, takeSqliteWriteLock } from './prepared.js';
 
 /** The migrations' own table: present in every migrated database, touched by no trigger. */
 const MIGRATIONS_TABLE = 'schema_migrations';
@@ -157,7 +157,7 @@ export async function openDatabase(url: string, options: DatabaseOptions): Promi
     const conn = orm.em.getConnection();
     // WAL lets the CLI write while the server reads; busy_timeout waits instead of failing.
     await conn.execute('pragma journal_mode = WAL');
-    await conn.execute('pragma busy_timeout = 5000');
+    await conn.execute(`pragma busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await conn.execute('pragma foreign_keys = ON');
     await conn.execute(`pragma synchronous = ${options.sqliteSynchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     // A log that grew past this (a long reader held checkpoints back) is cut back when it starts over.

@@ -938,19 +938,101 @@ async function write(
 export const sqliteWriteLockSql = (table: string): string => `update "${table}" set "id" = "id" where 0`;
 
 /**
+ * How long a SQLite transaction waits for the write lock that another connection holds before it
+ * fails with `database is locked`: the `busy_timeout` every connection is opened with (src/db/orm.ts).
+ */
+export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+/** Between two tries for the write lock while another connection holds it. */
+const LOCK_RETRY_MS = 1;
+
+/** What a SQLite connection's write-lock tries need of it (better-sqlite3's Database). */
+interface SqliteLockConnection {
+  prepare(sql: string): { run(): unknown; get(): unknown };
+  exec(sql: string): unknown;
+  readonly inTransaction: boolean;
+}
+/** Per connection: the lock statement, and the `busy_timeout` pragmas a try runs it between. */
+const sqliteLocks = new WeakMap<
+  object,
+  { sql: string; lock: { run(): unknown }; noWait: { get(): unknown }; wait: { get(): unknown } }
+>();
+
+const isBusy = (error: unknown): boolean =>
+  typeof (error as { code?: unknown } | null)?.code === 'string' &&
+  (error as { code: string }).code.startsWith('SQLITE_BUSY');
+
+/**
+ * One try for the write lock: the lock statement run with `busy_timeout` 0, so that SQLite's busy
+ * handler never sleeps on the calling thread; the busy error when another connection holds the lock.
+ * The transaction has done nothing yet, so a failed try leaves it as it began, with no lock and no
+ * snapshot; should SQLite have ended it, it is begun again.
+ */
+function tryWriteLock(connection: SqliteLockConnection, sql: string): unknown {
+  let statements = sqliteLocks.get(connection);
+  if (!statements || statements.sql !== sql) {
+    const timeout = connection.prepare('pragma busy_timeout').get() as { timeout?: number } | undefined;
+    statements = {
+      sql,
+      lock: connection.prepare(sql),
+      noWait: connection.prepare('pragma busy_timeout = 0'),
+      wait: connection.prepare(`pragma busy_timeout = ${Number(timeout?.timeout ?? SQLITE_BUSY_TIMEOUT_MS)}`),
+    };
+    sqliteLocks.set(connection, statements);
+  }
+  statements.noWait.get();
+  try {
+    statements.lock.run();
+    return undefined;
+  } catch (error) {
+    if (!isBusy(error)) throw error;
+    if (!connection.inTransaction) connection.exec('begin');
+    return error;
+  } finally {
+    statements.wait.get();
+  }
+}
+
+/**
  * SQLite: makes the transaction `transaction` that has just begun a write transaction before it
  * reads anything, by a write of no rows to `table` (an update `where 0` still takes the database's
  * write lock). A transaction that reads first holds a snapshot: if another connection commits
  * before its first write, that write fails at once with `SQLITE_BUSY_SNAPSHOT`, without waiting.
- * Taken first, the lock waits (busy_timeout) for the other writer to commit, and every read after
- * it sees that commit.
+ * Taken first, the lock waits for the other writer to commit, and every read after it sees that
+ * commit. The wait is asynchronous: a try every millisecond for up to `SQLITE_BUSY_TIMEOUT_MS`,
+ * then the last try's `database is locked`. SQLite's own wait (its busy handler) would sleep on
+ * the calling thread, the server's event loop, holding every other request back meanwhile.
  */
 export async function takeSqliteWriteLock(
   em: EntityManager,
   transaction: Knex.Transaction,
   table: string,
 ): Promise<void> {
-  await write(em, sqliteWriteLockSql(table), [], transaction);
+  const sql = sqliteWriteLockSql(table);
+  const client = transaction.client;
+  if (isPostgresClient(client)) {
+    await write(em, sql, [], transaction);
+    return;
+  }
+  const started = Date.now();
+  const deadline = performance.now() + SQLITE_BUSY_TIMEOUT_MS;
+  // knex's client types its connections as `any`: on SQLite it is better-sqlite3's Database.
+  const connection = (await client.acquireConnection()) as SqliteLockConnection;
+  try {
+    for (;;) {
+      let busy: unknown;
+      try {
+        busy = tryWriteLock(connection, sql);
+      } catch (error) {
+        throw converted(em, error);
+      }
+      if (busy === undefined) break;
+      if (performance.now() >= deadline) throw converted(em, busy);
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+    }
+  } finally {
+    await client.releaseConnection(connection);
+  }
+  logRead(em, sql, [], started, []);
 }
 
 /** Prefix of the joined row's columns in `preparedInJoined`: no entity names a column so. */

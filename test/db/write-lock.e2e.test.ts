@@ -7,16 +7,20 @@ import { rest, startTestServer, type Json, type TestServer } from '../helpers/se
  * Two connections writing one SQLite file (a gateway and the CLI, or two gateways): every
  * transaction the ORM begins takes the write lock first (src/db/orm.ts, `WriteLockFirst`), so one
  * that reads and then writes waits for the other writer's commit instead of failing at its write
- * with SQLITE_BUSY_SNAPSHOT. The other writer here is a worker thread: the gateway's wait for the
- * lock is synchronous (better-sqlite3), so a writer on the test's own thread could never commit.
+ * with SQLITE_BUSY_SNAPSHOT. The other writer here is a worker thread, whose wait (`Atomics.wait`)
+ * and commit do not depend on the test's event loop, which the gateway's shares.
  */
 
 /**
  * Another connection that takes the write lock, writes a row the gateway's transaction reads,
  * holds the lock for `holdMs` and commits. Resolves once it holds the lock; `done` when it has
- * committed (with the error it met, if any).
+ * committed (with the error it met, if any), with the time of its commit by the worker's clock.
  */
-async function otherWriter(file: string, orderId: string, holdMs: number): Promise<{ done: Promise<void> }> {
+async function otherWriter(
+  file: string,
+  orderId: string,
+  holdMs: number,
+): Promise<{ done: Promise<number> }> {
   const worker = new Worker(
     `
     const { workerData, parentPort } = require('node:worker_threads');
@@ -27,18 +31,21 @@ async function otherWriter(file: string, orderId: string, holdMs: number): Promi
     parentPort.postMessage('locked');
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
     db.exec('commit');
+    const committedAt = Date.now();
     db.close();
-    parentPort.postMessage('committed');
+    parentPort.postMessage('committed ' + committedAt);
     `,
     { eval: true, workerData: { file, orderId, holdMs } },
   );
   const messages: string[] = [];
-  const done = new Promise<void>((resolve, reject) => {
+  const done = new Promise<number>((resolve, reject) => {
     worker.on('message', (m: string) => messages.push(m));
     worker.on('error', reject);
-    worker.on('exit', (code) =>
-      code === 0 && messages.includes('committed') ? resolve() : reject(new Error(`writer exited ${code}`)),
-    );
+    worker.on('exit', (code) => {
+      const committed = messages.find((m) => m.startsWith('committed '));
+      if (code === 0 && committed) resolve(Number(committed.slice('committed '.length)));
+      else reject(new Error(`writer exited ${code}`));
+    });
   });
   await new Promise<void>((resolve, reject) => {
     worker.once('message', () => resolve());
@@ -72,6 +79,30 @@ describe('SQLite write transactions beside another writer', () => {
     expect(moved.status, moved.text).toBe(200);
     expect(moved.body.status).toBe('CONFIRMED');
     expect(queries.some((q) => q.includes(SQLITE_WRITE_LOCK))).toBe(true);
+  });
+
+  it('serves other requests while a write waits for the lock', async () => {
+    server = await startTestServer({ dialect: 'sqlite' });
+    const key = server.key('INSTITUTIONAL');
+    const listed = await rest(server.url, '/v1/service-orders?status=REQUESTED&limit=1', { key });
+    const order = (listed.body.data as Json[])[0]!;
+    const { done } = await otherWriter(server.database.url, order.id as string, 600);
+    const moving = rest(server.url, `/v1/service-orders/${order.id}/status`, {
+      method: 'POST',
+      key,
+      body: { status: 'CONFIRMED' },
+    });
+    // The move is waiting for the lock by now; SQLite's busy handler would hold the whole event
+    // loop (this one: the gateway runs in the test's process) until the other writer commits.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const health = await rest(server.url, '/healthz');
+    const answeredAt = Date.now();
+    const committedAt = await done;
+    const moved = await moving;
+    expect(health.status).toBe(200);
+    expect(answeredAt).toBeLessThan(committedAt);
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.status).toBe('CONFIRMED');
   });
 
   it('answers 503 when the other writer holds the lock past busy_timeout, and the next write goes through', async () => {
