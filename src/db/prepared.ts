@@ -964,8 +964,9 @@ const isBusy = (error: unknown): boolean =>
 /**
  * One try for the write lock: the lock statement run with `busy_timeout` 0, so that SQLite's busy
  * handler never sleeps on the calling thread; the busy error when another connection holds the lock.
- * The transaction has done nothing yet, so a failed try leaves it as it began, with no lock and no
- * snapshot; should SQLite have ended it, it is begun again.
+ * The transaction has done nothing yet, so a failed try leaves it as it began, open with no lock
+ * and no snapshot (SQLite keeps a transaction open past a busy statement); were it ended all the
+ * same, it is begun again rather than letting the rest of the transaction run statement by statement.
  */
 function tryWriteLock(connection: SqliteLockConnection, sql: string): unknown {
   let statements = sqliteLocks.get(connection);
