@@ -994,9 +994,9 @@ function tryWriteLock(connection: SqliteLockConnection, sql: string): unknown {
 }
 
 /**
- * SQLite: makes the transaction `transaction` that has just begun a write transaction before it
- * reads anything, by a write of no rows to `table` (an update `where 0` still takes the database's
- * write lock). A transaction that reads first holds a snapshot: if another connection commits
+ * SQLite only (`WriteLockFirst` subscribes on a SQLite file alone): makes the transaction
+ * `transaction` that has just begun a write transaction before it reads anything, by a write of no
+ * rows to `table` (an update `where 0` still takes the database's write lock). A transaction that reads first holds a snapshot: if another connection commits
  * before its first write, that write fails at once with `SQLITE_BUSY_SNAPSHOT`, without waiting.
  * Taken first, the lock waits for the other writer to commit, and every read after it sees that
  * commit. The wait is asynchronous: a try every millisecond for up to `SQLITE_BUSY_TIMEOUT_MS`,
@@ -1010,10 +1010,6 @@ export async function takeSqliteWriteLock(
 ): Promise<void> {
   const sql = sqliteWriteLockSql(table);
   const client = transaction.client;
-  if (isPostgresClient(client)) {
-    await write(em, sql, [], transaction);
-    return;
-  }
   const started = Date.now();
   const deadline = performance.now() + SQLITE_BUSY_TIMEOUT_MS;
   // knex's client types its connections as `any`: on SQLite it is better-sqlite3's Database.

@@ -99,8 +99,11 @@ describe('SQLite write transactions beside another writer', () => {
     const answeredAt = Date.now();
     const committedAt = await done;
     const moved = await moving;
+    const movedAt = Date.now();
     expect(health.status).toBe(200);
     expect(answeredAt).toBeLessThan(committedAt);
+    // The move did wait for the other writer's commit: the health answer came during that wait.
+    expect(movedAt).toBeGreaterThanOrEqual(committedAt);
     expect(moved.status, moved.text).toBe(200);
     expect(moved.body.status).toBe('CONFIRMED');
   });
