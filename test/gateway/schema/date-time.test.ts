@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { DateTimeISOResolver } from 'graphql-scalars';
 import { printType } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { DateTimeISO, isoDateTime } from '../../../src/gateway/schema/date-time.js';
+import { DateTimeISO, isoDateTime, WRITTEN_MAX } from '../../../src/gateway/schema/date-time.js';
 
 /** What graphql-scalars' DateTimeISO gives for `value`: its text, or its error's message. */
 function library(value: unknown): string {
@@ -52,6 +52,23 @@ describe('DateTimeISO', () => {
       }),
       { seed: 20261128, numRuns: 20_000 },
     );
+  });
+
+  it('answers a time written before with the same text, and stays right past the texts it keeps', () => {
+    const date = new Date('2026-11-28T23:37:12.345Z');
+    const first = ours(date);
+    expect(ours(new Date(date.getTime()))).toBe(first);
+    // The same Date moved: its new time is written, not the text kept for the old one.
+    date.setTime(date.getTime() + 1);
+    expect(ours(date)).toBe('2026-11-28T23:37:12.346Z');
+    // More distinct times than are kept: the map starts afresh and every text is still toISOString's.
+    const start = Date.UTC(2026, 0, 1);
+    for (let i = 0; i <= WRITTEN_MAX + 10; i++) {
+      const time = start + i * 61_001;
+      expect(ours(new Date(time))).toBe(new Date(time).toISOString());
+    }
+    expect(ours(new Date(start))).toBe(new Date(start).toISOString());
+    expect(ours(new Date(Number.NaN))).toBe(library(new Date(Number.NaN)));
   });
 
   it('serializes everything else as graphql-scalars does: other years, invalid dates, strings, numbers', () => {
