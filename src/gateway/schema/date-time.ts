@@ -14,7 +14,7 @@ import { DateTimeISOResolver } from 'graphql-scalars';
  * costs one map lookup (~8 ns a date against ~120 for the arithmetic, measured on 400 dates), and it
  * was flattened by the first JSON.stringify that wrote it, where a freshly concatenated one is
  * flattened again on every answer. The cold GraphQL dashboard (150 dates) measured ~10 % less wall
- * time a request with it (test/bench/cpu.ts, before and after in one run).
+ * time a request with it (test/bench/cpu.ts, alternated with the build before it).
  */
 
 const DAY = 86_400_000;
