@@ -163,6 +163,8 @@ try {
       if (session) {
         session.connect();
         await session.post('Profiler.enable');
+        // 100 µs samples instead of V8's 1 ms: a request here takes 0.1-2 ms.
+        await session.post('Profiler.setSamplingInterval', { interval: 100 });
         await session.post('Profiler.start');
       }
       const database0 = serverTicks(postmaster);
