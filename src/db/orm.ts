@@ -14,10 +14,13 @@ import type { EntityManager, Knex } from '@mikro-orm/knex';
 import { Migrator } from '@mikro-orm/migrations';
 import { DEFAULT_POOL_MAX, isPostgresUrl, type SqliteSynchronous } from '../config.js';
 import { MIGRATIONS } from './migrations/index.js';
-import { SQLITE_BUSY_TIMEOUT_MS, sqliteWriteLockSql, takeSqliteWriteLock } from './prepared.js';
+import {
+  MIGRATIONS_TABLE,
+  SQLITE_BUSY_TIMEOUT_MS,
+  sqliteWriteLockSql,
+  takeSqliteWriteLock,
+} from './prepared.js';
 
-/** The migrations' own table: present in every migrated database, touched by no trigger. */
-const MIGRATIONS_TABLE = 'schema_migrations';
 /** The first statement of every ORM transaction on a SQLite file (`WriteLockFirst`). */
 export const SQLITE_WRITE_LOCK = sqliteWriteLockSql(MIGRATIONS_TABLE);
 

@@ -7,6 +7,7 @@ import {
   preparedInsert,
   preparedLockJoined,
   preparedPage,
+  preparedTransaction,
   preparedUpdate,
   type InsertBatch,
   type JoinedRows,
@@ -22,19 +23,36 @@ import type { ServiceDeps } from '../kernel/deps.js';
 /** What a port-ops service needs from the outside world: the one shape of every domain service. */
 export type Deps = ServiceDeps;
 
+/** A change run by `commit`: its result, its events, and the rows it leaves to write with them. */
+type Change<T> = (
+  tx: EntityManager,
+) => Promise<{ result: T; drafts: EventDraft[]; rows?: InsertBatch[]; guarded?: GuardedUpdate }>;
+
 /**
  * Runs a change in one transaction with its staged events, then publishes them after commit. The
  * change may leave rows to insert (`rows`: a new order, a history row) and a guarded update
  * (`guarded`: an order's move): they are written with the events, in one round trip on PostgreSQL
  * (`preparedInserts`, `preparedUpdateWithInserts`), the update first, the rows in the order given.
  */
-export async function commit<T>(
+export function commit<T>(deps: Deps, change: Change<T>): Promise<T> {
+  return committed(deps, change, (work) => deps.em.transactional(work));
+}
+
+/**
+ * `commit` for a change that reads and writes by prepared statements alone (src/db/prepared.ts),
+ * in a transaction begun on the connection itself (`preparedTransaction`): the ORM's transaction
+ * machinery is most of such a write's own CPU. An ORM query in the change throws, and rolls it back.
+ */
+export function commitPrepared<T>(deps: Deps, change: Change<T>): Promise<T> {
+  return committed(deps, change, (work) => preparedTransaction(deps.em, work));
+}
+
+async function committed<T>(
   deps: Deps,
-  change: (
-    tx: EntityManager,
-  ) => Promise<{ result: T; drafts: EventDraft[]; rows?: InsertBatch[]; guarded?: GuardedUpdate }>,
+  change: Change<T>,
+  transaction: <R>(work: (tx: EntityManager) => Promise<R>) => Promise<R>,
 ): Promise<T> {
-  const { result, events } = await deps.em.transactional(async (tx) => {
+  const { result, events } = await transaction(async (tx) => {
     const { result, drafts, rows, guarded } = await change(tx);
     return { result, events: await stageEvents(tx, deps, drafts, rows, guarded) };
   });

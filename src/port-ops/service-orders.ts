@@ -11,7 +11,7 @@ import {
   actorOf,
   changedConcurrently,
   checkOpenCall,
-  commit,
+  commitPrepared,
   findOwned,
   findPage,
   guardedUpdate,
@@ -83,7 +83,7 @@ export async function createServiceOrder(
   const details = parseServiceDetails(serviceType, input.details);
   const requestedFor = parseDate(input.requestedFor, 'requestedFor');
   const vendorId = input.vendorId;
-  return commit(deps, async (tx) => {
+  return commitPrepared(deps, async (tx) => {
     // The call locked, the vendor and the call's port read, in one statement; an id that is no
     // UUID matches no vendor (and is not sent), and is refused after the call's checks as before.
     const {
@@ -208,7 +208,7 @@ export async function transitionServiceOrder(
 ): Promise<ServiceOrder> {
   const target = parseEnum(ServiceOrderStatus, to, 'status');
   const actor = actorOf(principal);
-  return commit(deps, async (tx) => {
+  return commitPrepared(deps, async (tx) => {
     if (!isUuid(id)) throw notFound('ServiceOrder', id);
     // The order read and its call locked, in one statement: no move of the call can come between
     // the check that it still takes work and the order's move.

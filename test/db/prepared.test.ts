@@ -9,6 +9,8 @@ import {
   preparedLock,
   preparedLockJoined,
   preparedPage,
+  preparedRows,
+  preparedTransaction,
   preparedUpdate,
   preparedUpdateWithInserts,
 } from '../../src/db/prepared.js';
@@ -531,4 +533,120 @@ describeEachDialect('prepared reads', (dialect) => {
     ).rejects.toSatisfy(isUniqueViolation);
     expect(await db.em().fork().findOne(Vendor, { id: more[0]!.id })).toBeNull();
   });
+
+  it('run a transaction of their own: committed together, rolled back on any error, refusing the ORM inside it', async () => {
+    const db = server.database.db;
+    const [call] = (await expected()).calls;
+    const vendor = (name: string): Vendor =>
+      Object.assign(new Vendor(), {
+        accountId: call!.accountId,
+        name,
+        services: [ServiceType.BUNKERING],
+        ports: ['NLRTM'],
+        createdAt: new Date('2026-03-04T05:06:07.089Z'),
+      });
+    const stored = (v: Vendor) => db.em().fork().findOne(Vendor, { id: v.id });
+
+    // Committed: BEGIN and COMMIT on the connection (SQLite takes its write lock first), and a read
+    // inside sees the transaction's own write.
+    const kept = vendor('Own Transaction Bunkers');
+    statements.length = 0;
+    const answer = await preparedTransaction(db.em(), async (tx) => {
+      await preparedInserts(tx, [{ entity: Vendor, items: [kept] }]);
+      return (await preparedIn(tx, Vendor, 'id', [kept.id]))[0]?.name;
+    });
+    expect(answer).toBe('Own Transaction Bunkers');
+    expect((await stored(kept))?.name).toBe('Own Transaction Bunkers');
+    const logged = statements.map((s) => s.replace(/^\[query\] /, ''));
+    const begin = logged.findIndex((s) => /^begin\b/.test(s));
+    const insert = logged.findIndex((s) => /^insert into "vendors"/.test(s));
+    const commit = logged.findIndex((s) => /^commit\b/.test(s));
+    expect(begin, logged.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(insert).toBeGreaterThan(begin);
+    expect(commit).toBeGreaterThan(insert);
+    if (dialect === 'sqlite')
+      expect(logged[begin + 1]).toMatch(/^update "schema_migrations" set "id" = "id" where 0/);
+
+    // An error of the work's own: the caller gets it, and the row written before it is gone.
+    const thrown = vendor('Thrown Bunkers');
+    await expect(
+      preparedTransaction(db.em(), async (tx) => {
+        await preparedInserts(tx, [{ entity: Vendor, items: [thrown] }]);
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    expect(await stored(thrown)).toBeNull();
+
+    // A failing statement: the database's error converted as the ORM converts it, all rolled back.
+    const first = vendor('First Of Two');
+    await expect(
+      preparedTransaction(db.em(), async (tx) => {
+        await preparedInserts(tx, [{ entity: Vendor, items: [first] }]);
+        await preparedInserts(tx, [
+          { entity: Vendor, items: [Object.assign(vendor('Twin'), { id: kept.id })] },
+        ]);
+      }),
+    ).rejects.toSatisfy(isUniqueViolation);
+    expect(await stored(first)).toBeNull();
+
+    // The ORM cannot run a query in it (it would run outside the transaction): refused, rolled back.
+    const beforeOrm = vendor('Before The ORM');
+    await expect(
+      preparedTransaction(db.em(), async (tx) => {
+        await preparedInserts(tx, [{ entity: Vendor, items: [beforeOrm] }]);
+        await tx.find(Vendor, { id: kept.id });
+      }),
+    ).rejects.toThrow(/the ORM was asked to run a query inside preparedTransaction/);
+    expect(await stored(beforeOrm)).toBeNull();
+
+    // Nor is an entity persisted for a flush that never comes dropped silently.
+    const persisted = vendor('Persisted Only');
+    await expect(
+      preparedTransaction(db.em(), async (tx) => {
+        tx.persist(persisted);
+      }),
+    ).rejects.toThrow(/persisted inside preparedTransaction/);
+    expect(await stored(persisted)).toBeNull();
+
+    // After all of those the connection went back to the pool with no transaction open.
+    const after = vendor('After The Errors');
+    await preparedTransaction(db.em(), (tx) => preparedInserts(tx, [{ entity: Vendor, items: [after] }]));
+    expect((await stored(after))?.name).toBe('After The Errors');
+    // Had a transaction been left open, that commit would have committed its rows too.
+    for (const gone of [thrown, first, beforeOrm, persisted]) expect(await stored(gone)).toBeNull();
+    await expect(preparedInserts(db.em(), [{ entity: Vendor, items: [vendor('Outside')] }])).rejects.toThrow(
+      /outside a transaction/,
+    );
+  });
+
+  if (dialect === 'postgresql')
+    it("give up a connection lost inside their own transaction: the error is the caller's, and the pool hands out a live one next", async () => {
+      const db = server.database.db;
+      const [call] = (await expected()).calls;
+      const lost = Object.assign(new Vendor(), {
+        accountId: call!.accountId,
+        name: 'Lost Connection Bunkers',
+        services: [ServiceType.BUNKERING],
+        ports: ['NLRTM'],
+        createdAt: new Date('2026-03-04T05:06:07.089Z'),
+      });
+      await expect(
+        preparedTransaction(db.em(), async (tx) => {
+          await preparedInserts(tx, [{ entity: Vendor, items: [lost] }]);
+          const [own] = (await preparedRows(tx, 'select pg_backend_pid() as pid', [])) as Array<{
+            pid: number;
+          }>;
+          await db.em().getConnection().execute('select pg_terminate_backend(?)', [own!.pid]);
+          await preparedRows(tx, 'select 1 as one', []);
+        }),
+      ).rejects.toThrow();
+      expect(await db.em().fork().findOne(Vendor, { id: lost.id })).toBeNull();
+      for (let i = 0; i < 3; i++) {
+        const pid = await preparedTransaction(
+          db.em(),
+          async (tx) => (await preparedRows(tx, 'select 1 as one', []))[0],
+        );
+        expect(pid).toEqual({ one: 1 });
+      }
+    });
 });

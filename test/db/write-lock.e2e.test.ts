@@ -5,7 +5,8 @@ import { rest, startTestServer, type Json, type TestServer } from '../helpers/se
 
 /*
  * Two connections writing one SQLite file (a gateway and the CLI, or two gateways): every
- * transaction the ORM begins takes the write lock first (src/db/orm.ts, `WriteLockFirst`), so one
+ * transaction the ORM begins takes the write lock first (src/db/orm.ts, `WriteLockFirst`), as does
+ * every `preparedTransaction` (src/db/prepared.ts: an order's move, the write here), so one
  * that reads and then writes waits for the other writer's commit instead of failing at its write
  * with SQLITE_BUSY_SNAPSHOT. The other writer here is a worker thread, whose wait (`Atomics.wait`)
  * and commit do not depend on the test's event loop, which the gateway's shares.
