@@ -1111,12 +1111,13 @@ async function control(em: EntityManager, own: OwnTransaction, statement: Contro
 /**
  * Runs `work` in a transaction of its own on a connection taken from knex's pool, for a change that
  * runs only the prepared statements here (`preparedLockJoined`, `preparedInserts`,
- * `preparedUpdateWithInserts`, …): a new service order, an order's move. BEGIN and COMMIT go to the
- * connection itself, so the change costs no ORM transaction (a fork, knex's transaction object with a
- * knex of its own, its transaction events, a flush with nothing to flush) and no statement of knex's,
- * which prepares its text again on every call: about 120 µs of the event loop for every write,
- * measured on an empty transaction against ~10 µs here. On SQLite the write lock is taken first, as
- * in every ORM transaction (`takeSqliteWriteLock`), on the connection the transaction holds.
+ * `preparedUpdateWithInserts`, …): the port-operations writes made of them (src/port-ops). BEGIN
+ * and COMMIT go to the connection itself, so the change costs no ORM transaction (a fork, knex's
+ * transaction object with a knex of its own, its transaction events, a flush with nothing to flush)
+ * and no statement of knex's, which prepares its text again on every call: about 120 µs of the event
+ * loop for every write, measured on an empty transaction against ~10 µs here. On SQLite the write
+ * lock is taken first, as in every ORM transaction (`takeSqliteWriteLock`), on the connection the
+ * transaction holds.
  *
  * `work` gets an entity manager whose statements run on that connection. The ORM itself cannot run a
  * query in this transaction: asking it to (a `find`, a `flush`, `knexIn`) throws, and the

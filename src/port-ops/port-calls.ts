@@ -8,6 +8,7 @@ import { optionalText, parseEnum, requireText } from '../kernel/text.js';
 import {
   actorOf,
   commit,
+  commitPrepared,
   findOwned,
   findPage,
   guardedUpdate,
@@ -33,6 +34,7 @@ import {
 import { pageOfModel, type CallTerms, type CallsModel } from './account-calls.js';
 import { portByLocode, vesselByImo } from './reference-data.js';
 import { cancelOrdersOfCall } from './service-orders.js';
+import { preparedIn, preparedTransaction } from '../db/prepared.js';
 
 /** The port-call state machine: every legal move, and nothing else. */
 export const PORT_CALL_TRANSITIONS: Readonly<Record<PortCallStatus, readonly PortCallStatus[]>> = {
@@ -161,43 +163,41 @@ export async function updatePortCall(
     patch.voyageReference === undefined || patch.voyageReference === null
       ? undefined
       : requireText(patch.voyageReference, 'voyageReference', 64);
-  return deps.em
-    .transactional(async (tx) => {
-      const call = await findOwned(tx, PortCall, 'PortCall', principal, id, { disableIdentityMap: true });
-      if (isFinishedCall(call.status))
-        throw conflict(`Port call ${id} is ${call.status} and can no longer be changed`, {
-          status: call.status,
-        });
-      const eta = patch.eta === undefined ? call.eta : parseDate(patch.eta, 'eta');
-      if (!eta) throw badInput('eta', 'cannot be cleared');
-      const next = {
-        eta,
-        etb: patch.etb === undefined ? (call.etb ?? null) : parseDate(patch.etb, 'etb'),
-        etd: patch.etd === undefined ? (call.etd ?? null) : parseDate(patch.etd, 'etd'),
-        voyageReference: voyageReference ?? call.voyageReference,
-        agent: patch.agent === undefined ? (call.agent ?? null) : optionalText(patch.agent, 'agent', 200),
-      };
-      checkEstimates(next.eta, next.etb, next.etd);
-      const same = (a: unknown, b: unknown) =>
-        a instanceof Date || b instanceof Date
-          ? (a as Date | null)?.getTime() === (b as Date | null)?.getTime()
-          : a === b;
-      const changed = PATCHABLE.some((field) => !same(next[field], call[field] ?? null));
-      if (!changed) return call;
-      const values = { ...next, updatedAt: deps.clock.now() };
-      await guardedUpdate(
-        tx,
-        PortCall,
-        'Port call',
-        id,
-        { status: call.status, updatedAt: call.updatedAt },
-        values,
-      );
-      return Object.assign(call, values);
-    })
-    .catch((error: unknown) => {
-      throw voyageTaken(error, voyageReference ?? '');
-    });
+  return preparedTransaction(deps.em, async (tx) => {
+    const call = await findOwned(tx, PortCall, 'PortCall', principal, id, { disableIdentityMap: true });
+    if (isFinishedCall(call.status))
+      throw conflict(`Port call ${id} is ${call.status} and can no longer be changed`, {
+        status: call.status,
+      });
+    const eta = patch.eta === undefined ? call.eta : parseDate(patch.eta, 'eta');
+    if (!eta) throw badInput('eta', 'cannot be cleared');
+    const next = {
+      eta,
+      etb: patch.etb === undefined ? (call.etb ?? null) : parseDate(patch.etb, 'etb'),
+      etd: patch.etd === undefined ? (call.etd ?? null) : parseDate(patch.etd, 'etd'),
+      voyageReference: voyageReference ?? call.voyageReference,
+      agent: patch.agent === undefined ? (call.agent ?? null) : optionalText(patch.agent, 'agent', 200),
+    };
+    checkEstimates(next.eta, next.etb, next.etd);
+    const same = (a: unknown, b: unknown) =>
+      a instanceof Date || b instanceof Date
+        ? (a as Date | null)?.getTime() === (b as Date | null)?.getTime()
+        : a === b;
+    const changed = PATCHABLE.some((field) => !same(next[field], call[field] ?? null));
+    if (!changed) return call;
+    const values = { ...next, updatedAt: deps.clock.now() };
+    await guardedUpdate(
+      tx,
+      PortCall,
+      'Port call',
+      id,
+      { status: call.status, updatedAt: call.updatedAt },
+      values,
+    );
+    return Object.assign(call, values);
+  }).catch((error: unknown) => {
+    throw voyageTaken(error, voyageReference ?? '');
+  });
 }
 
 /**
@@ -217,7 +217,7 @@ export async function transitionPortCall(
   const at = parseDate(atInput, 'at') ?? now;
   if (at > now) throw badInput('at', 'an actual time cannot be in the future');
   const actor = actorOf(principal);
-  return commit(deps, async (tx) => {
+  return commitPrepared(deps, async (tx) => {
     const call = await findOwned(tx, PortCall, 'PortCall', principal, id, { disableIdentityMap: true });
     const from = call.status;
     if (!PORT_CALL_TRANSITIONS[from].includes(target))
@@ -232,10 +232,11 @@ export async function transitionPortCall(
     await recordChange(tx, StatusSubject.PORT_CALL, id, from, target, at, actor, now);
     const orderDrafts =
       target === PortCallStatus.CANCELLED ? await cancelOrdersOfCall(tx, call, now, actor) : [];
-    const [vessel, port] = await Promise.all([
-      tx.findOneOrFail(Vessel, call.vesselId),
-      tx.findOneOrFail(Port, call.portId),
+    const [[vessel], [port]] = await Promise.all([
+      preparedIn(tx, Vessel, 'id', [call.vesselId]),
+      preparedIn(tx, Port, 'id', [call.portId]),
     ]);
+    if (!vessel || !port) throw new Error(`vessel or port of port call ${id} vanished`);
     return {
       result: Object.assign(call, values),
       drafts: [

@@ -32,7 +32,7 @@ import {
   Vendor,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
-import { preparedInserts, preparedLockJoined } from '../db/prepared.js';
+import { preparedIn, preparedInserts, preparedLockJoined } from '../db/prepared.js';
 
 export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
   {
@@ -252,14 +252,11 @@ export async function cancelOrdersOfCall(
   now: Date,
   actor: string,
 ): Promise<EventDraft[]> {
-  const orders = await tx.find(
-    ServiceOrder,
-    {
-      portCallId: call.id,
-      status: { $in: [...CANCELLED_WITH_CALL, ServiceOrderStatus.IN_PROGRESS] },
-    },
-    { disableIdentityMap: true, orderBy: { createdAt: 'asc', id: 'asc' } },
-  );
+  // The call's orders by prepared statement (a call has a few), those still open kept here.
+  const open: readonly ServiceOrderStatus[] = [...CANCELLED_WITH_CALL, ServiceOrderStatus.IN_PROGRESS];
+  const orders = (
+    await preparedIn(tx, ServiceOrder, 'portCallId', [call.id], { createdAt: 'asc', id: 'asc' })
+  ).filter((order) => open.includes(order.status));
   const working = orders.filter((o) => o.status === ServiceOrderStatus.IN_PROGRESS);
   if (working.length) {
     throw conflict(
