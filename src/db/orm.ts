@@ -17,12 +17,12 @@ import { MIGRATIONS } from './migrations/index.js';
 import {
   MIGRATIONS_TABLE,
   SQLITE_BUSY_TIMEOUT_MS,
-  sqliteWriteLockSql,
+  SQLITE_WRITE_LOCK,
   takeSqliteWriteLock,
 } from './prepared.js';
 
 /** The first statement of every ORM transaction on a SQLite file (`WriteLockFirst`). */
-export const SQLITE_WRITE_LOCK = sqliteWriteLockSql(MIGRATIONS_TABLE);
+export { SQLITE_WRITE_LOCK };
 
 /**
  * Runs `work` in a transaction that only reads (one snapshot of several tables), begun on the
@@ -51,7 +51,7 @@ class WriteLockFirst implements EventSubscriber {
   async afterTransactionStart({ em, transaction }: TransactionEventArgs): Promise<void> {
     const trx = transaction as Knex.Transaction;
     try {
-      await takeSqliteWriteLock(em as EntityManager, trx, MIGRATIONS_TABLE);
+      await takeSqliteWriteLock(em as EntityManager, trx);
     } catch (error) {
       // The ORM has not handed the transaction to anyone yet: ended here, or it would keep the
       // connection (SQLite's pool has one) open for ever. The lock's error is the one to report.

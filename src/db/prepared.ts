@@ -940,8 +940,14 @@ async function write(
   return result.changed;
 }
 
-/** The write of no rows that `takeSqliteWriteLock` runs on `table`. */
-export const sqliteWriteLockSql = (table: string): string => `update "${table}" set "id" = "id" where 0`;
+/**
+ * The table whose write of no rows takes SQLite's write lock first in every write transaction: the
+ * migrations' own table, present in every migrated database and touched by no trigger (src/db/orm.ts
+ * names it to the migrator).
+ */
+export const MIGRATIONS_TABLE = 'schema_migrations';
+/** The first statement of every write transaction on a SQLite file, after its BEGIN: a write of no rows. */
+export const SQLITE_WRITE_LOCK = `update "${MIGRATIONS_TABLE}" set "id" = "id" where 0`;
 
 /**
  * How long a SQLite transaction waits for the write lock that another connection holds before it
@@ -1002,23 +1008,20 @@ function tryWriteLock(connection: SqliteLockConnection, sql: string): unknown {
 /**
  * SQLite only (`WriteLockFirst` subscribes on a SQLite file alone): makes the transaction
  * `transaction` that has just begun a write transaction before it reads anything, by a write of no
- * rows to `table` (an update `where 0` still takes the database's write lock). A transaction that reads first holds a snapshot: if another connection commits
+ * rows (`SQLITE_WRITE_LOCK`: an update `where 0` still takes the database's write lock). A
+ * transaction that reads first holds a snapshot: if another connection commits
  * before its first write, that write fails at once with `SQLITE_BUSY_SNAPSHOT`, without waiting.
  * Taken first, the lock waits for the other writer to commit, and every read after it sees that
  * commit. The wait is asynchronous: a try every millisecond for up to `SQLITE_BUSY_TIMEOUT_MS`,
  * then the last try's `database is locked`. SQLite's own wait (its busy handler) would sleep on
  * the calling thread, the server's event loop, holding every other request back meanwhile.
  */
-export async function takeSqliteWriteLock(
-  em: EntityManager,
-  transaction: Knex.Transaction,
-  table: string,
-): Promise<void> {
+export async function takeSqliteWriteLock(em: EntityManager, transaction: Knex.Transaction): Promise<void> {
   const client = transaction.client;
   // knex's client types its connections as `any`: on SQLite it is better-sqlite3's Database.
   const connection = (await client.acquireConnection()) as SqliteLockConnection;
   try {
-    await waitForWriteLock(em, connection, sqliteWriteLockSql(table));
+    await waitForWriteLock(em, connection, SQLITE_WRITE_LOCK);
   } finally {
     await client.releaseConnection(connection);
   }
@@ -1045,13 +1048,6 @@ async function waitForWriteLock(
   }
   logRead(em, sql, [], started, []);
 }
-
-/**
- * The table whose write of no rows takes SQLite's write lock first in every write transaction: the
- * migrations' own table, present in every migrated database and touched by no trigger (src/db/orm.ts
- * names it to the migrator).
- */
-export const MIGRATIONS_TABLE = 'schema_migrations';
 
 /** What `preparedTransaction` holds for the entity manager its work runs with. */
 interface OwnTransaction {
@@ -1140,12 +1136,7 @@ export async function preparedTransaction<T>(
   try {
     await control(em, own, 'begin');
     open = true;
-    if (!postgres)
-      await waitForWriteLock(
-        em,
-        own.connection as SqliteLockConnection,
-        sqliteWriteLockSql(MIGRATIONS_TABLE),
-      );
+    if (!postgres) await waitForWriteLock(em, own.connection as SqliteLockConnection, SQLITE_WRITE_LOCK);
     const result = await work(tx);
     if (tx.getUnitOfWork().getPersistStack().size > 0)
       throw new Error(

@@ -40,8 +40,9 @@ export function commit<T>(deps: Deps, change: Change<T>): Promise<T> {
 
 /**
  * `commit` for a change that reads and writes by prepared statements alone (src/db/prepared.ts),
- * in a transaction begun on the connection itself (`preparedTransaction`): the ORM's transaction
- * machinery is most of such a write's own CPU. An ORM query in the change throws, and rolls it back.
+ * in a transaction begun on the connection itself (`preparedTransaction`), without the ORM's
+ * transaction machinery (about a fifth of a new order's time in process). An ORM query in the
+ * change throws, and rolls it back.
  */
 export function commitPrepared<T>(deps: Deps, change: Change<T>): Promise<T> {
   return committed(deps, change, (work) => preparedTransaction(deps.em, work));

@@ -42,6 +42,16 @@ describeEachDialect('prepared reads', (dialect) => {
   });
   afterAll(() => server?.close());
 
+  /** A bunkering vendor of `accountId`, not yet written. */
+  const newVendor = (accountId: string, name: string): Vendor =>
+    Object.assign(new Vendor(), {
+      accountId,
+      name,
+      services: [ServiceType.BUNKERING],
+      ports: ['NLRTM'],
+      createdAt: new Date('2026-03-04T05:06:07.089Z'),
+    });
+
   const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   const plain = (rows: object[]) => rows.map((r) => ({ ...r }) as { id: string }).sort(byId);
 
@@ -402,14 +412,7 @@ describeEachDialect('prepared reads', (dialect) => {
   it('insert the rows of several entities in order, in one statement on PostgreSQL, all or none', async () => {
     const db = server.database.db;
     const [call] = (await expected()).calls;
-    const vendor = (name: string): Vendor =>
-      Object.assign(new Vendor(), {
-        accountId: call!.accountId,
-        name,
-        services: [ServiceType.BUNKERING],
-        ports: ['NLRTM'],
-        createdAt: new Date('2026-03-04T05:06:07.089Z'),
-      });
+    const vendor = (name: string): Vendor => newVendor(call!.accountId, name);
     const history = (subjectId: string): StatusChange =>
       Object.assign(new StatusChange(), {
         subjectType: StatusSubject.SERVICE_ORDER,
@@ -537,14 +540,7 @@ describeEachDialect('prepared reads', (dialect) => {
   it('run a transaction of their own: committed together, rolled back on any error, refusing the ORM inside it', async () => {
     const db = server.database.db;
     const [call] = (await expected()).calls;
-    const vendor = (name: string): Vendor =>
-      Object.assign(new Vendor(), {
-        accountId: call!.accountId,
-        name,
-        services: [ServiceType.BUNKERING],
-        ports: ['NLRTM'],
-        createdAt: new Date('2026-03-04T05:06:07.089Z'),
-      });
+    const vendor = (name: string): Vendor => newVendor(call!.accountId, name);
     const stored = (v: Vendor) => db.em().fork().findOne(Vendor, { id: v.id });
 
     // Committed: BEGIN and COMMIT on the connection (SQLite takes its write lock first), and a read
@@ -623,13 +619,7 @@ describeEachDialect('prepared reads', (dialect) => {
     it("give up a connection lost inside their own transaction: the error is the caller's, and the pool hands out a live one next", async () => {
       const db = server.database.db;
       const [call] = (await expected()).calls;
-      const lost = Object.assign(new Vendor(), {
-        accountId: call!.accountId,
-        name: 'Lost Connection Bunkers',
-        services: [ServiceType.BUNKERING],
-        ports: ['NLRTM'],
-        createdAt: new Date('2026-03-04T05:06:07.089Z'),
-      });
+      const lost = newVendor(call!.accountId, 'Lost Connection Bunkers');
       await expect(
         preparedTransaction(db.em(), async (tx) => {
           await preparedInserts(tx, [{ entity: Vendor, items: [lost] }]);
