@@ -85,8 +85,8 @@ export const scenarios: BenchScenario[] = [
     path: '/v1/dashboard/port-calls?limit=50',
     headers: inst,
     ceiling: true,
-    targetShare: 0.4,
-    targetP99: 20,
+    // The GraphQL dashboard's 0.4 allows for the POST floor; a GET read is held to 0.5 like every other.
+    targetShare: 0.5,
   },
   {
     name: 'write mix: the GraphQL dashboard + 1 service order per 10 requests',
