@@ -14,15 +14,7 @@ import type { EntityManager, Knex } from '@mikro-orm/knex';
 import { Migrator } from '@mikro-orm/migrations';
 import { DEFAULT_POOL_MAX, isPostgresUrl, type SqliteSynchronous } from '../config.js';
 import { MIGRATIONS } from './migrations/index.js';
-import {
-  MIGRATIONS_TABLE,
-  SQLITE_BUSY_TIMEOUT_MS,
-  SQLITE_WRITE_LOCK,
-  takeSqliteWriteLock,
-} from './prepared.js';
-
-/** The first statement of every ORM transaction on a SQLite file (`WriteLockFirst`). */
-export { SQLITE_WRITE_LOCK };
+import { MIGRATIONS_TABLE, SQLITE_BUSY_TIMEOUT_MS, takeSqliteWriteLock } from './prepared.js';
 
 /**
  * Runs `work` in a transaction that only reads (one snapshot of several tables), begun on the

@@ -966,7 +966,7 @@ interface SqliteLockConnection {
 /** Per connection: the lock statement, and the `busy_timeout` pragmas a try runs it between. */
 const sqliteLocks = new WeakMap<
   object,
-  { sql: string; lock: { run(): unknown }; noWait: { get(): unknown }; wait: { get(): unknown } }
+  { lock: { run(): unknown }; noWait: { get(): unknown }; wait: { get(): unknown } }
 >();
 
 const isBusy = (error: unknown): boolean =>
@@ -980,13 +980,12 @@ const isBusy = (error: unknown): boolean =>
  * and no snapshot (SQLite keeps a transaction open past a busy statement); were it ended all the
  * same, it is begun again rather than letting the rest of the transaction run statement by statement.
  */
-function tryWriteLock(connection: SqliteLockConnection, sql: string): unknown {
+function tryWriteLock(connection: SqliteLockConnection): unknown {
   let statements = sqliteLocks.get(connection);
-  if (!statements || statements.sql !== sql) {
+  if (!statements) {
     const timeout = connection.prepare('pragma busy_timeout').get() as { timeout?: number } | undefined;
     statements = {
-      sql,
-      lock: connection.prepare(sql),
+      lock: connection.prepare(SQLITE_WRITE_LOCK),
       noWait: connection.prepare('pragma busy_timeout = 0'),
       wait: connection.prepare(`pragma busy_timeout = ${Number(timeout?.timeout ?? SQLITE_BUSY_TIMEOUT_MS)}`),
     };
@@ -1021,24 +1020,20 @@ export async function takeSqliteWriteLock(em: EntityManager, transaction: Knex.T
   // knex's client types its connections as `any`: on SQLite it is better-sqlite3's Database.
   const connection = (await client.acquireConnection()) as SqliteLockConnection;
   try {
-    await waitForWriteLock(em, connection, SQLITE_WRITE_LOCK);
+    await waitForWriteLock(em, connection);
   } finally {
     await client.releaseConnection(connection);
   }
 }
 
 /** The tries of `takeSqliteWriteLock` on a connection whose transaction has just begun. */
-async function waitForWriteLock(
-  em: EntityManager,
-  connection: SqliteLockConnection,
-  sql: string,
-): Promise<void> {
+async function waitForWriteLock(em: EntityManager, connection: SqliteLockConnection): Promise<void> {
   const started = Date.now();
   const deadline = performance.now() + SQLITE_BUSY_TIMEOUT_MS;
   for (;;) {
     let busy: unknown;
     try {
-      busy = tryWriteLock(connection, sql);
+      busy = tryWriteLock(connection);
     } catch (error) {
       throw converted(em, error);
     }
@@ -1046,7 +1041,7 @@ async function waitForWriteLock(
     if (performance.now() >= deadline) throw converted(em, busy);
     await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
   }
-  logRead(em, sql, [], started, []);
+  logRead(em, SQLITE_WRITE_LOCK, [], started, []);
 }
 
 /** What `preparedTransaction` holds for the entity manager its work runs with. */
@@ -1136,7 +1131,7 @@ export async function preparedTransaction<T>(
   try {
     await control(em, own, 'begin');
     open = true;
-    if (!postgres) await waitForWriteLock(em, own.connection as SqliteLockConnection, SQLITE_WRITE_LOCK);
+    if (!postgres) await waitForWriteLock(em, own.connection as SqliteLockConnection);
     const result = await work(tx);
     if (tx.getUnitOfWork().getPersistStack().size > 0)
       throw new Error(

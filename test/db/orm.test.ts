@@ -1,6 +1,6 @@
 import { ReferenceKind, type EntityMetadata } from '@mikro-orm/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SQLITE_WRITE_LOCK } from '../../src/db/orm.js';
+import { SQLITE_WRITE_LOCK } from '../../src/db/prepared.js';
 import { describeEachDialect } from '../helpers/env.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -563,8 +563,8 @@ describeEachDialect('prepared reads', (dialect) => {
     });
     expect(answer).toBe('Own Transaction Bunkers');
     expect((await stored(kept))?.name).toBe('Own Transaction Bunkers');
-    // The server's own background work (audit rows, the read model) logs its statements too, so the
-    // transaction's BEGIN is the last one before its insert and its COMMIT the first one after.
+    // The server's background work logs its statements too (see `ownWrites`), so the transaction's
+    // BEGIN is the last one before its insert and its COMMIT the first one after.
     const logged = statements.map((s) => s.replace(/^\[query\] /, ''));
     const insert = logged.findIndex((s) => /^insert into "vendors"/.test(s));
     const begin = logged.findLastIndex((s, i) => i < insert && /^begin\b/.test(s));
@@ -644,11 +644,11 @@ describeEachDialect('prepared reads', (dialect) => {
       ).rejects.toThrow();
       expect(await db.em().fork().findOne(Vendor, { id: lost.id })).toBeNull();
       for (let i = 0; i < 3; i++) {
-        const pid = await preparedTransaction(
+        const row = await preparedTransaction(
           db.em(),
           async (tx) => (await preparedRows(tx, 'select 1 as one', []))[0],
         );
-        expect(pid).toEqual({ one: 1 });
+        expect(row).toEqual({ one: 1 });
       }
     });
 });

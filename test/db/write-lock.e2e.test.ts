@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SQLITE_WRITE_LOCK } from '../../src/db/orm.js';
+import { SQLITE_WRITE_LOCK } from '../../src/db/prepared.js';
 import { rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 /*
