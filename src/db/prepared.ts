@@ -616,6 +616,29 @@ export async function preparedLockJoined<T extends object, const J extends reado
   joins: J,
 ): Promise<{ row: T; joined: JoinedRows<J> } | undefined> {
   if (!em.getTransactionContext()) throw new Error(`preparedLock(${entity.name}) outside a transaction`);
+  return joinedRead(em, entity, where, joins, true);
+}
+
+/**
+ * `preparedLockJoined` without the lock, inside a transaction or not: what a write that guards its
+ * own statement (`preparedGuardedInserts`) checks before it writes, in one round trip.
+ */
+export function preparedJoined<T extends object, const J extends readonly LockJoin[]>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  where: Record<string, unknown>,
+  joins: J,
+): Promise<{ row: T; joined: JoinedRows<J> } | undefined> {
+  return joinedRead(em, entity, where, joins, false);
+}
+
+async function joinedRead<T extends object, const J extends readonly LockJoin[]>(
+  em: EntityManager,
+  entity: EntityClass<T>,
+  where: Record<string, unknown>,
+  joins: J,
+  lock: boolean,
+): Promise<{ row: T; joined: JoinedRows<J> } | undefined> {
   const metadata = em.getMetadata();
   const meta = metadata.get(entity.name);
   const { shape, values: own } = termsOf(meta, where, 'e');
@@ -646,7 +669,7 @@ export async function preparedLockJoined<T extends object, const J extends reado
     return { joinedMeta, alias, primary, on };
   });
   values.push(...own);
-  const key = `lockjoined|${postgres ? 'pg' : 'sqlite'}|${meta.tableName}|${shape.join('&')}|${keyParts.join('|')}`;
+  const key = `${lock ? 'lockjoined' : 'joined'}|${postgres ? 'pg' : 'sqlite'}|${meta.tableName}|${shape.join('&')}|${keyParts.join('|')}`;
   let sql = texts.get(key);
   if (!sql) {
     // The locked row is inner-joined: PostgreSQL locks no row on the nullable side of an outer join.
@@ -659,7 +682,7 @@ export async function preparedLockJoined<T extends object, const J extends reado
         .filter((p) => p.fieldNames?.length === 1)
         .map((p) => `${alias}."${p.fieldNames[0]}" as "${alias}__${p.fieldNames[0]}"`),
     );
-    sql = `select ${['e.*', ...columns].join(', ')} from "${meta.tableName}" e ${joined.join(' ')} where ${shape.join(' and ')}${postgres ? ` for no key update of ${locked}` : ''}`;
+    sql = `select ${['e.*', ...columns].join(', ')} from "${meta.tableName}" e ${joined.join(' ')} where ${shape.join(' and ')}${postgres && lock ? ` for no key update of ${locked}` : ''}`;
     texts.set(key, sql);
   }
   const reader: Reader<{ items: T[]; joined: Array<object | undefined> }> = {
@@ -779,14 +802,63 @@ async function writeInserts(
   }
 }
 
+/**
+ * PostgreSQL, outside a transaction: inserts the rows of `batches` in one statement that writes them
+ * only while a row of `guard.entity` matches `guard.where` (a call still in the status its change
+ * was checked against), and holds that row `for share` until the statement commits: a write that
+ * adds rows under a row (a new order under its call) in one round trip, without `BEGIN` and
+ * `COMMIT`. A change of the row (`for no key update` of it, a move of the call) waits for the
+ * statement, or the statement for it, and then finds it as it stands. Each insert is `insert … select
+ * … where exists` the guarded row (PostgreSQL types each value from its column, as in `values`), in
+ * the order given; the tables' statement triggers fire after all of them, as in `preparedInserts`.
+ * Returns whether the rows were written: false when no row matched, and then nothing was.
+ */
+export async function preparedGuardedInserts(
+  em: EntityManager,
+  guard: { entity: EntityClass<object>; where: Record<string, unknown> },
+  batches: readonly InsertBatch[],
+): Promise<boolean> {
+  if (!guardsInserts(em)) throw new Error('preparedGuardedInserts runs on PostgreSQL, outside a transaction');
+  const meta = em.getMetadata().get(guard.entity.name);
+  const { shape, values } = termsOf(meta, guard.where, 'e');
+  if (shape.length === 0) throw new Error(`preparedGuardedInserts: ${guard.entity.name} without a condition`);
+  const rows = insertsOf(em, batches, true);
+  if (rows.length === 0 || rows.length > ROWS_PER_STATEMENT)
+    throw new Error(
+      `preparedGuardedInserts writes 1 to ${ROWS_PER_STATEMENT} rows in one statement (got ${rows.length})`,
+    );
+  const key = `guarded|${meta.tableName}|${shape.join('&')}|${rows.map((r) => r.key).join('|')}`;
+  let sql = texts.get(key);
+  if (!sql) {
+    const inserts = rows.map((row) => {
+      const at = row.sql.lastIndexOf(' values (');
+      return `${row.sql.slice(0, at)} select ${row.sql.slice(at + ' values ('.length, -1)} where exists (select 1 from g)`;
+    });
+    const parts = [
+      `g as (select 1 from "${meta.tableName}" e where ${shape.join(' and ')} for share of e)`,
+      ...inserts.slice(0, -1).map((insert, n) => `w${n} as (${insert})`),
+    ];
+    sql = `with ${parts.join(', ')} ${inserts[inserts.length - 1]!}`;
+    texts.set(key, sql);
+  }
+  return (await write(em, sql, [...values, ...rows.flatMap((row) => row.values)])) > 0;
+}
+
+/** Whether `preparedGuardedInserts` runs on `em`: PostgreSQL, outside a transaction. */
+export function guardsInserts(em: EntityManager): boolean {
+  return isPostgresClient(em.getKnex().client) && !em.getTransactionContext();
+}
+
 /** The prepared inserts of every row of `batches`, in order. */
 function insertsOf(
   em: EntityManager,
   batches: readonly InsertBatch[],
+  guarded = false,
 ): Array<{ key: string; sql: string; values: unknown[] }> {
   const rows: Array<{ key: string; sql: string; values: unknown[] }> = [];
   for (const { entity, items } of batches) {
-    if (!em.getTransactionContext()) throw new Error(`preparedInsert(${entity.name}) outside a transaction`);
+    if (!guarded && !em.getTransactionContext())
+      throw new Error(`preparedInsert(${entity.name}) outside a transaction`);
     for (const item of items) rows.push(insertOf(em, entity, item));
   }
   return rows;

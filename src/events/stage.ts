@@ -40,6 +40,19 @@ export async function stageEvents(
     await writeRows(em, rows, guarded);
     return [];
   }
+  const { records, events } = eventRecords(deps, drafts);
+  await writeRows(em, [...rows, { entity: EventRecord, items: records }], guarded);
+  return events;
+}
+
+/**
+ * The rows of `drafts` as `stageEvents` writes them, not yet written, and the events to publish once
+ * they have committed: for a change that writes its rows itself (`commitOnOpenCall`).
+ */
+export function eventRecords(
+  deps: { clock: Clock; events: EventPublisher },
+  drafts: readonly EventDraft[],
+): { records: EventRecord[]; events: DomainEvent[] } {
   const occurredAt = deps.clock.now();
   // A live publisher publishes these after commit; otherwise (the CLI) the outbox worker relays them.
   const relay = !deps.events.live;
@@ -56,14 +69,14 @@ export async function stageEvents(
       traceparent,
     }),
   );
-  await writeRows(em, [...rows, { entity: EventRecord, items: records }], guarded);
-  return records.map((record) => ({
+  const events = records.map((record) => ({
     id: record.id,
     type: record.type,
     occurredAt,
     accountId: record.accountId ?? null,
     payload: record.payload,
   }));
+  return { records, events };
 }
 
 /** An update a change expects to match exactly one row, and the error when it matches none. */

@@ -3,8 +3,11 @@ import type { EntityManager } from '@mikro-orm/knex';
 import { type EntityClass, type EntityName, type FilterQuery, type QueryOrderMap } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
 import {
+  guardsInserts,
+  preparedGuardedInserts,
   preparedIn,
   preparedInsert,
+  preparedJoined,
   preparedLockJoined,
   preparedPage,
   preparedTransaction,
@@ -14,7 +17,8 @@ import {
   type LockJoin,
 } from '../db/prepared.js';
 import type { Page } from '../gateway/schema/connection.js';
-import { stageEvents, type EventDraft, type GuardedUpdate } from '../events/stage.js';
+import { eventRecords, stageEvents, type EventDraft, type GuardedUpdate } from '../events/stage.js';
+import { EventRecord } from '../events/entities.js';
 import { conflict, notFound, type AppError } from '../kernel/errors.js';
 import { isAdmin, type Principal } from '../kernel/principal.js';
 import { PortCall, PortCallStatus, StatusChange, type StatusSubject } from './entities.js';
@@ -57,6 +61,54 @@ async function committed<T>(
     const { result, drafts, rows, guarded } = await change(tx);
     return { result, events: await stageEvents(tx, deps, drafts, rows, guarded) };
   });
+  await deps.events.publish(events);
+  return result;
+}
+
+/** What a change that only adds rows under an open call (a new order) makes of the call it read. */
+type Addition<T, J extends readonly LockJoin[]> = (
+  call: PortCall,
+  joined: JoinedRows<J>,
+) => { result: T; drafts: EventDraft[]; rows: InsertBatch[] };
+
+/**
+ * A change that only adds rows under an open call of the principal (a new order, its history row),
+ * read with `joins` as `lockOpenCall` reads them. On PostgreSQL, outside a transaction, without one:
+ * the call and the joined rows read unlocked, `addition` checks and builds the rows, and one
+ * statement writes them and the events only while the call is still in the status it was read in,
+ * holding it `for share` until it commits (`preparedGuardedInserts`): two round trips instead of
+ * four (`BEGIN`, the locked read, the write, `COMMIT`), each of which waits for a turn of the event
+ * loop under load. A call that moved meanwhile writes nothing there, and the change runs again in a
+ * transaction that locks the call (`commitPrepared`), which answers as the call now stands (a 409
+ * for a call that departed). Elsewhere (SQLite, whose transaction costs no round trip; inside a
+ * transaction) it is that transaction from the start. Events are published after commit either way.
+ */
+export async function commitOnOpenCall<T, const J extends readonly LockJoin[]>(
+  deps: Deps,
+  principal: Principal,
+  callId: string,
+  refusal: (call: Pick<PortCall, 'id' | 'status'>) => string,
+  joins: J,
+  addition: Addition<T, J>,
+): Promise<T> {
+  const locked = () =>
+    commitPrepared(deps, async (tx) => {
+      const { call, joined } = await lockOpenCall(tx, callId, refusal, principal, joins);
+      return addition(call, joined);
+    });
+  if (!guardsInserts(deps.em)) return locked();
+  if (!isUuid(callId)) throw notFound('PortCall', callId);
+  const read = await preparedJoined(deps.em, PortCall, { id: callId, ...tenant(principal) }, joins);
+  if (!read) throw notFound('PortCall', callId);
+  checkOpenCall(read.row, refusal);
+  const { result, drafts, rows } = addition(read.row, read.joined);
+  const { records, events } = eventRecords(deps, drafts);
+  const written = await preparedGuardedInserts(
+    deps.em,
+    { entity: PortCall, where: { id: read.row.id, status: read.row.status } },
+    records.length ? [...rows, { entity: EventRecord, items: records }] : rows,
+  );
+  if (!written) return locked();
   await deps.events.publish(events);
   return result;
 }

@@ -11,12 +11,12 @@ import {
   actorOf,
   changedConcurrently,
   checkOpenCall,
+  commitOnOpenCall,
   commitPrepared,
   findOwned,
   findPage,
   guardedUpdate,
   illegalMove,
-  lockOpenCall,
   statusChange,
   tenant,
   type Deps,
@@ -83,80 +83,78 @@ export async function createServiceOrder(
   const details = parseServiceDetails(serviceType, input.details);
   const requestedFor = parseDate(input.requestedFor, 'requestedFor');
   const vendorId = input.vendorId;
-  return commitPrepared(deps, async (tx) => {
-    // The call locked, the vendor and the call's port read, in one statement; an id that is no
-    // UUID matches no vendor (and is not sent), and is refused after the call's checks as before.
-    const {
-      call,
-      joined: [vendor, port],
-    } = await lockOpenCall(
-      tx,
-      input.portCallId,
-      ({ id, status }) =>
-        `Port call ${id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
-      principal,
-      [
-        { entity: Vendor, where: isUuid(vendorId) ? { id: vendorId, ...tenant(principal) } : { id: null } },
-        { entity: Port, on: 'portId' },
-      ],
-    );
-    if (!vendor) throw notFound('Vendor', vendorId);
-    if (!port) throw new Error(`port ${call.portId} of port call ${call.id} vanished`);
-    if (!vendor.active)
-      throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
-    if (!vendor.services.includes(serviceType)) {
-      throw badInput(
-        'vendorId',
-        `vendor ${vendor.name} does not offer ${serviceType} (offers ${vendor.services.join(', ')})`,
-        { rule: 'VENDOR_SERVICE' },
+  // The call (locked, or guarded on PostgreSQL: `commitOnOpenCall`), the vendor and the call's port
+  // read in one statement; an id that is no UUID matches no vendor (and is not sent), and is
+  // refused after the call's checks as before.
+  return commitOnOpenCall(
+    deps,
+    principal,
+    input.portCallId,
+    ({ id, status }) =>
+      `Port call ${id} is ${status}; services can only be ordered for calls that have not departed or been cancelled`,
+    [
+      { entity: Vendor, where: isUuid(vendorId) ? { id: vendorId, ...tenant(principal) } : { id: null } },
+      { entity: Port, on: 'portId' },
+    ],
+    (call, [vendor, port]) => {
+      if (!vendor) throw notFound('Vendor', vendorId);
+      if (!port) throw new Error(`port ${call.portId} of port call ${call.id} vanished`);
+      if (!vendor.active)
+        throw conflict(`Vendor ${vendor.name} is inactive and takes no new orders`, { field: 'vendorId' });
+      if (!vendor.services.includes(serviceType)) {
+        throw badInput(
+          'vendorId',
+          `vendor ${vendor.name} does not offer ${serviceType} (offers ${vendor.services.join(', ')})`,
+          { rule: 'VENDOR_SERVICE' },
+        );
+      }
+      if (!vendor.ports.includes(port.locode)) {
+        throw badInput(
+          'vendorId',
+          `vendor ${vendor.name} does not serve ${port.locode} (serves ${vendor.ports.join(', ')})`,
+          { rule: 'VENDOR_PORT' },
+        );
+      }
+      const now = deps.clock.now();
+      const order = Object.assign(new ServiceOrder(), {
+        accountId: call.accountId,
+        portCallId: call.id,
+        vendorId: vendor.id,
+        serviceType,
+        details,
+        status: ServiceOrderStatus.REQUESTED,
+        requestedFor: requestedFor ?? call.etb ?? call.eta,
+        createdAt: now,
+        updatedAt: now,
+      });
+      // The row before its history row: the history's version trigger finds the account through it
+      // (one it cannot find moves the shared version, which would stale every account's answers).
+      // Both are written with the event, in one round trip on PostgreSQL (`commit`).
+      const change = statusChange(
+        StatusSubject.SERVICE_ORDER,
+        order.id,
+        null,
+        order.status,
+        now,
+        actorOf(principal),
+        now,
       );
-    }
-    if (!vendor.ports.includes(port.locode)) {
-      throw badInput(
-        'vendorId',
-        `vendor ${vendor.name} does not serve ${port.locode} (serves ${vendor.ports.join(', ')})`,
-        { rule: 'VENDOR_PORT' },
-      );
-    }
-    const now = deps.clock.now();
-    const order = Object.assign(new ServiceOrder(), {
-      accountId: call.accountId,
-      portCallId: call.id,
-      vendorId: vendor.id,
-      serviceType,
-      details,
-      status: ServiceOrderStatus.REQUESTED,
-      requestedFor: requestedFor ?? call.etb ?? call.eta,
-      createdAt: now,
-      updatedAt: now,
-    });
-    // The row before its history row: the history's version trigger finds the account through it
-    // (one it cannot find moves the shared version, which would stale every account's answers).
-    // Both are written with the event, in one round trip on PostgreSQL (`commit`).
-    const change = statusChange(
-      StatusSubject.SERVICE_ORDER,
-      order.id,
-      null,
-      order.status,
-      now,
-      actorOf(principal),
-      now,
-    );
-    return {
-      result: order,
-      drafts: [
-        {
-          type: 'service_order.created',
-          accountId: order.accountId,
-          payload: { serviceOrder: serviceOrderSnapshot(order) },
-        },
-      ],
-      rows: [
-        { entity: ServiceOrder, items: [order] },
-        { entity: StatusChange, items: [change] },
-      ],
-    };
-  });
+      return {
+        result: order,
+        drafts: [
+          {
+            type: 'service_order.created',
+            accountId: order.accountId,
+            payload: { serviceOrder: serviceOrderSnapshot(order) },
+          },
+        ],
+        rows: [
+          { entity: ServiceOrder, items: [order] },
+          { entity: StatusChange, items: [change] },
+        ],
+      };
+    },
+  );
 }
 
 /**

@@ -1,7 +1,9 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isUniqueViolation } from '../../src/db/errors.js';
 import {
+  preparedGuardedInserts,
   preparedIn,
   preparedInJoined,
   preparedInsert,
@@ -17,6 +19,7 @@ import {
 import {
   Port,
   PortCall,
+  PortCallStatus,
   ServiceOrder,
   ServiceOrderStatus,
   ServiceType,
@@ -545,6 +548,68 @@ describeEachDialect('prepared reads', (dialect) => {
       }),
     ).rejects.toSatisfy(isUniqueViolation);
     expect(await db.em().fork().findOne(Vendor, { id: more[0]!.id })).toBeNull();
+  });
+
+  it('insert rows under a guarded row in one statement on PostgreSQL, outside a transaction: only while the row is as read, waiting for a change of it', async () => {
+    const db = server.database.db;
+    const call = (
+      await db.em().fork().find(PortCall, { status: PortCallStatus.SCHEDULED }, { limit: 1 })
+    )[0]!;
+    const newVendors = (...names: string[]) => [
+      { entity: Vendor, items: names.map((n) => newVendor(call.accountId, n)) },
+    ];
+    const guard = { entity: PortCall, where: { id: call.id, status: call.status } };
+    if (dialect === 'sqlite') {
+      await expect(preparedGuardedInserts(db.em(), guard, newVendors('Nowhere'))).rejects.toThrow(
+        /runs on PostgreSQL, outside a transaction/,
+      );
+      return;
+    }
+    await expect(
+      db.em().transactional((tx) => preparedGuardedInserts(tx as EntityManager, guard, newVendors('Inside'))),
+    ).rejects.toThrow(/outside a transaction/);
+    const named = async (...names: string[]) =>
+      (await db.em().fork().find(Vendor, { name: names })).map((v) => v.name).sort();
+
+    // The row as read: written, in one statement.
+    statements.length = 0;
+    expect(await preparedGuardedInserts(db.em(), guard, newVendors('Guarded One', 'Guarded Two'))).toBe(true);
+    expect(ownWrites(statements).filter((s) => /\binsert into\b/.test(s))).toHaveLength(1);
+    expect(await named('Guarded One', 'Guarded Two')).toEqual(['Guarded One', 'Guarded Two']);
+    // The row no longer as read (another status): nothing written.
+    expect(
+      await preparedGuardedInserts(
+        db.em(),
+        { ...guard, where: { ...guard.where, status: PortCallStatus.ARRIVED } },
+        newVendors('Stale'),
+      ),
+    ).toBe(false);
+    expect(await named('Stale')).toEqual([]);
+
+    // A transaction that holds the row to change it (a departure): the write waits for it, then
+    // finds the row changed and writes nothing; once the row is back as read, it writes.
+    const other = new pg.Client({ connectionString: server.database.url });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query('select 1 from port_calls where id = $1 for no key update', [call.id]);
+      await other.query("update port_calls set status = 'DEPARTED' where id = $1", [call.id]);
+      let settled = false;
+      const racing = preparedGuardedInserts(db.em(), guard, newVendors('Raced')).finally(
+        () => (settled = true),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(settled).toBe(false);
+      await other.query('commit');
+      expect(await racing).toBe(false);
+      expect(await named('Raced')).toEqual([]);
+    } finally {
+      await other.query('rollback').catch(() => undefined);
+      await other.query('update port_calls set status = $2 where id = $1', [call.id, call.status]);
+      await other.end();
+    }
+    expect(await preparedGuardedInserts(db.em(), guard, newVendors('After'))).toBe(true);
+    expect(await named('After')).toEqual(['After']);
   });
 
   it('run a transaction of their own: committed together, rolled back on any error, refusing the ORM inside it', async () => {

@@ -82,13 +82,21 @@ describeEachDialect('query plans of the port-ops reads', (dialect) => {
     }
   });
 
-  it("a new service order's and its confirmation's locking reads, the vendor and port joined in", async () => {
+  it("a new service order's and its confirmation's locking reads, the vendor and port joined in, and the new order's guard", async () => {
     const { call, vendor } = await orderableCall(server.url, key);
     const statements = await reads.record(async () => {
       await confirmOrder(server.url, key, await postBunkers(server.url, key, call, vendor));
     });
-    const locking = statements.filter((sql) => /from "(port_calls|service_orders)" e /.test(sql));
-    expect(locking).toHaveLength(2);
-    await expectIndexed(server.database.db, locking);
+    // The new order's read of its call, and on PostgreSQL the statement that writes it only while
+    // the call is as read (its guard reads the call by id); the confirmation's locking read.
+    const reading = statements.filter((sql) => /from "(port_calls|service_orders)" e /.test(sql));
+    expect(reading, reading.join('\n')).toHaveLength(dialect === 'postgresql' ? 3 : 2);
+    if (dialect === 'postgresql')
+      expect(
+        reading.filter((sql) =>
+          /^with g as \(select 1 from "port_calls" e where .* for share of e\)/.test(sql),
+        ),
+      ).toHaveLength(1);
+    await expectIndexed(server.database.db, reading);
   });
 });
