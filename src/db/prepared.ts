@@ -639,15 +639,18 @@ async function joinedRead<T extends object, const J extends readonly LockJoin[]>
   joins: J,
   lock: boolean,
 ): Promise<{ row: T; joined: JoinedRows<J> } | undefined> {
+  const name = lock ? 'preparedLockJoined' : 'preparedJoined';
   const metadata = em.getMetadata();
   const meta = metadata.get(entity.name);
   const { shape, values: own } = termsOf(meta, where, 'e');
-  if (shape.length === 0) throw new Error(`preparedLock(${entity.name}) without a condition`);
+  if (shape.length === 0) throw new Error(`${name}(${entity.name}) without a condition`);
   const postgres = isPostgresClient(em.getKnex().client);
   const values: unknown[] = [];
   const keyParts: string[] = [];
   const locks = (join: LockJoin) => 'lock' in join && join.lock === true;
-  if (joins.filter(locks).length > 1) throw new Error('preparedLockJoined: one row is locked, not several');
+  if (!lock && joins.some(locks))
+    throw new Error(`${name}: a joined row marked to lock, in a read that locks none`);
+  if (joins.filter(locks).length > 1) throw new Error(`${name}: one row is locked, not several`);
   const locking = joins.findIndex(locks);
   const sides = joins.map((join, i) => {
     const joinedMeta = metadata.get(join.entity.name);
@@ -660,8 +663,7 @@ async function joinedRead<T extends object, const J extends readonly LockJoin[]>
       keyParts.push(`${joinedMeta.tableName}@${join.on}${i === locking ? '!' : ''}`);
     } else {
       const terms = termsOf(joinedMeta, join.where, alias);
-      if (terms.shape.length === 0)
-        throw new Error(`preparedLockJoined: ${join.entity.name} without a condition`);
+      if (terms.shape.length === 0) throw new Error(`${name}: ${join.entity.name} without a condition`);
       on = terms.shape.join(' and ');
       values.push(...terms.values);
       keyParts.push(`${joinedMeta.tableName}:${terms.shape.join('&')}`);

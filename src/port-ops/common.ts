@@ -97,16 +97,14 @@ export async function commitOnOpenCall<T, const J extends readonly LockJoin[]>(
       return addition(call, joined);
     });
   if (!guardsInserts(deps.em)) return locked();
-  if (!isUuid(callId)) throw notFound('PortCall', callId);
-  const read = await preparedJoined(deps.em, PortCall, { id: callId, ...tenant(principal) }, joins);
-  if (!read) throw notFound('PortCall', callId);
-  checkOpenCall(read.row, refusal);
-  const { result, drafts, rows } = addition(read.row, read.joined);
+  const { call, joined } = await readPortCall(preparedJoined, deps.em, callId, principal, joins);
+  checkOpenCall(call, refusal);
+  const { result, drafts, rows } = addition(call, joined);
   const { records, events } = eventRecords(deps, drafts);
   const written = await preparedGuardedInserts(
     deps.em,
-    { entity: PortCall, where: { id: read.row.id, status: read.row.status } },
-    records.length ? [...rows, { entity: EventRecord, items: records }] : rows,
+    { entity: PortCall, where: { id: call.id, status: call.status } },
+    [...rows, { entity: EventRecord, items: records }],
   );
   if (!written) return locked();
   await deps.events.publish(events);
@@ -216,15 +214,29 @@ export async function lockPortCall<const J extends readonly LockJoin[] = []>(
   principal?: Principal,
   joins?: J,
 ): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
+  return readPortCall(preparedLockJoined, tx, id, principal, joins);
+}
+
+/**
+ * The call (the principal's, when given) with `joins`, by `read` (locked or not), or its 404; an
+ * id that is no UUID is not sent.
+ */
+async function readPortCall<const J extends readonly LockJoin[]>(
+  read: typeof preparedLockJoined<PortCall, J>,
+  em: EntityManager,
+  id: string,
+  principal?: Principal,
+  joins?: J,
+): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
   if (!isUuid(id)) throw notFound('PortCall', id);
-  const locked = await preparedLockJoined(
-    tx,
+  const found = await read(
+    em,
     PortCall,
     { id, ...(principal ? tenant(principal) : {}) },
     joins ?? ([] as unknown as J),
   );
-  if (!locked) throw notFound('PortCall', id);
-  return { call: locked.row, joined: locked.joined };
+  if (!found) throw notFound('PortCall', id);
+  return { call: found.row, joined: found.joined };
 }
 
 /** A call that has departed or been cancelled takes no new work and no further changes. */

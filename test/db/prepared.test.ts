@@ -8,6 +8,7 @@ import {
   preparedInJoined,
   preparedInsert,
   preparedInserts,
+  preparedJoined,
   preparedLock,
   preparedLockJoined,
   preparedPage,
@@ -306,6 +307,10 @@ describeEachDialect('prepared reads', (dialect) => {
       await expect(
         preparedLockJoined(tx as EntityManager, ServiceOrder, { id: anOrder.id }, [...joins, ...joins]),
       ).rejects.toThrow(/one row is locked, not several/);
+      // The read that locks nothing refuses a row marked to lock, rather than reading it unlocked.
+      await expect(
+        preparedJoined(tx as EntityManager, ServiceOrder, { id: anOrder.id }, joins),
+      ).rejects.toThrow(/preparedJoined: a joined row marked to lock, in a read that locks none/);
       if (dialect !== 'postgresql') return;
       // The order it read can be written meanwhile; its call waits for this transaction.
       await db.em().fork().nativeUpdate(ServiceOrder, { id: anOrder.id }, { status: anOrder.status });
