@@ -621,7 +621,7 @@ export async function preparedLockJoined<T extends object, const J extends reado
 
 /**
  * `preparedLockJoined` without the lock, inside a transaction or not: what a write that guards its
- * own statement (`preparedGuardedInserts`) checks before it writes, in one round trip.
+ * own statement (`preparedGuardedWrite`) checks before it writes, in one round trip.
  */
 export function preparedJoined<T extends object, const J extends readonly LockJoin[]>(
   em: EntityManager,
@@ -805,49 +805,58 @@ async function writeInserts(
 }
 
 /**
- * PostgreSQL, outside a transaction: inserts the rows of `batches` in one statement that writes them
- * only while a row of `guard.entity` matches `guard.where` (a call still in the status its change
- * was checked against), and holds that row `for share` until the statement commits: a write that
- * adds rows under a row (a new order under its call) in one round trip, without `BEGIN` and
- * `COMMIT`. A change of the row (`for no key update` of it, a move of the call) waits for the
- * statement, or the statement for it, and then finds it as it stands. Each insert is `insert … select
- * … where exists` the guarded row (PostgreSQL types each value from its column, as in `values`), in
- * the order given; the tables' statement triggers fire after all of them, as in `preparedInserts`.
- * Returns whether the rows were written: false when no row matched, and then nothing was.
+ * PostgreSQL, outside a transaction: writes `batches` (and first `update`, when given) in one
+ * statement that writes only while a row of `guard.entity` matches `guard.where` (a call still in
+ * the status its change was checked against), and holds that row `for share` until the statement
+ * commits: a write under a row (a new order under its call, an order's move) in one round trip,
+ * without `BEGIN` and `COMMIT`. A change of the row (`for no key update` of it, a move of the call)
+ * waits for the statement, or the statement for it, and then finds it as it stands. `update` (an
+ * order's move guarded by its status) sets its values only while the guarded row matched, and the
+ * rows are then written only if it matched a row; each insert is `insert … select … where exists`
+ * what gates it (PostgreSQL types each value from its column, as in `values`), in the order given;
+ * the tables' statement triggers fire after all of them, as in `preparedInserts`. The guarded row is
+ * locked before the update's: a change of that row that then moves the updated one (a call's
+ * cancellation moving its orders) takes them in the same order. Returns whether it wrote: false when
+ * the guarded row (or the update) matched nothing, and then nothing was written.
  */
-export async function preparedGuardedInserts(
+export async function preparedGuardedWrite(
   em: EntityManager,
   guard: { entity: EntityClass<object>; where: Record<string, unknown> },
   batches: readonly InsertBatch[],
+  update?: UpdateStep,
 ): Promise<boolean> {
-  if (!guardsInserts(em)) throw new Error('preparedGuardedInserts runs on PostgreSQL, outside a transaction');
+  if (!guardsWrites(em)) throw new Error('preparedGuardedWrite runs on PostgreSQL, outside a transaction');
   const meta = em.getMetadata().get(guard.entity.name);
   const { shape, values } = termsOf(meta, guard.where, 'e');
-  if (shape.length === 0) throw new Error(`preparedGuardedInserts: ${guard.entity.name} without a condition`);
+  if (shape.length === 0) throw new Error(`preparedGuardedWrite: ${guard.entity.name} without a condition`);
   const rows = insertsOf(em, batches, true);
   if (rows.length === 0 || rows.length > ROWS_PER_STATEMENT)
     throw new Error(
-      `preparedGuardedInserts writes 1 to ${ROWS_PER_STATEMENT} rows in one statement (got ${rows.length})`,
+      `preparedGuardedWrite writes 1 to ${ROWS_PER_STATEMENT} rows in one statement (got ${rows.length})`,
     );
-  const key = `guarded|${meta.tableName}|${shape.join('&')}|${rows.map((r) => r.key).join('|')}`;
+  const moved = update && updateOf(em, update, true);
+  const key = `guarded|${meta.tableName}|${shape.join('&')}|${moved?.key ?? ''}|${rows.map((r) => r.key).join('|')}`;
   let sql = texts.get(key);
   if (!sql) {
+    const gate = moved ? 'u' : 'g';
     const inserts = rows.map((row) => {
       const at = row.sql.lastIndexOf(' values (');
-      return `${row.sql.slice(0, at)} select ${row.sql.slice(at + ' values ('.length, -1)} where exists (select 1 from g)`;
+      return `${row.sql.slice(0, at)} select ${row.sql.slice(at + ' values ('.length, -1)} where exists (select 1 from ${gate})`;
     });
     const parts = [
       `g as (select 1 from "${meta.tableName}" e where ${shape.join(' and ')} for share of e)`,
+      ...(moved ? [`u as (${moved.sql} and exists (select 1 from g) returning 1)`] : []),
       ...inserts.slice(0, -1).map((insert, n) => `w${n} as (${insert})`),
     ];
     sql = `with ${parts.join(', ')} ${inserts[inserts.length - 1]!}`;
     texts.set(key, sql);
   }
-  return (await write(em, sql, [...values, ...rows.flatMap((row) => row.values)])) > 0;
+  const bound = [...values, ...(moved?.values ?? []), ...rows.flatMap((row) => row.values)];
+  return (await write(em, sql, bound)) > 0;
 }
 
-/** Whether `preparedGuardedInserts` runs on `em`: PostgreSQL, outside a transaction. */
-export function guardsInserts(em: EntityManager): boolean {
+/** Whether `preparedGuardedWrite` runs on `em`: PostgreSQL, outside a transaction. */
+export function guardsWrites(em: EntityManager): boolean {
   return isPostgresClient(em.getKnex().client) && !em.getTransactionContext();
 }
 
@@ -948,9 +957,14 @@ export async function preparedUpdateWithInserts(
 }
 
 /** The prepared update of `step`: its shape's key, its text and its values. */
-function updateOf(em: EntityManager, step: UpdateStep): { key: string; sql: string; values: unknown[] } {
+function updateOf(
+  em: EntityManager,
+  step: UpdateStep,
+  guarded = false,
+): { key: string; sql: string; values: unknown[] } {
   const { entity, where, values } = step;
-  if (!em.getTransactionContext()) throw new Error(`preparedUpdate(${entity.name}) outside a transaction`);
+  if (!guarded && !em.getTransactionContext())
+    throw new Error(`preparedUpdate(${entity.name}) outside a transaction`);
   const meta = em.getMetadata().get(entity.name);
   const { shape, values: bound } = termsOf(meta, where);
   if (shape.length === 0) throw new Error(`preparedUpdate(${entity.name}) without a condition`);

@@ -3,8 +3,8 @@ import type { EntityManager } from '@mikro-orm/knex';
 import { type EntityClass, type EntityName, type FilterQuery, type QueryOrderMap } from '@mikro-orm/core';
 import { isUuid } from '../kernel/ids.js';
 import {
-  guardsInserts,
-  preparedGuardedInserts,
+  guardsWrites,
+  preparedGuardedWrite,
   preparedIn,
   preparedInsert,
   preparedJoined,
@@ -65,50 +65,67 @@ async function committed<T>(
   return result;
 }
 
-/** What a change that only adds rows under an open call (a new order) makes of the call it read. */
-type Addition<T, J extends readonly LockJoin[]> = (
-  call: PortCall,
-  joined: JoinedRows<J>,
-) => { result: T; drafts: EventDraft[]; rows: InsertBatch[] };
+/** A change under one port call (`commitUnderCall`): the call as it read it, and what it writes. */
+type CallChange<T> = {
+  call: Pick<PortCall, 'id' | 'status'>;
+  result: T;
+  drafts: EventDraft[];
+  rows: InsertBatch[];
+  guarded?: GuardedUpdate;
+};
+
+/**
+ * A change that writes under one port call (a new order, an order's move): `change` reads the call
+ * (and what it checks), locked when `lock` is set, checks, and returns the call's status as read
+ * with its rows and, for a move, its guarded update. On PostgreSQL, outside a transaction, without
+ * one: the reads unlocked, then one statement that writes the update, the rows and the events only
+ * while the call is still in the status it was read in (and the update's row in its own), holding
+ * the call `for share` until it commits (`preparedGuardedWrite`): two round trips instead of four
+ * (`BEGIN`, the locked read, the write, `COMMIT`), each of which waits for a turn of the event loop
+ * under load. When that writes nothing (the call or the row moved meanwhile), the change runs
+ * again in a transaction that locks the call (`commitPrepared`), which answers as they now stand
+ * (a 409 for a call that departed, or for a move the order's new status does not allow). Elsewhere
+ * (SQLite, whose transaction costs no round trip; inside a transaction) it is that transaction from
+ * the start. Events are published after commit either way.
+ */
+export async function commitUnderCall<T>(
+  deps: Deps,
+  change: (em: EntityManager, lock: boolean) => Promise<CallChange<T>>,
+): Promise<T> {
+  const locked = () => commitPrepared(deps, (tx) => change(tx, true));
+  if (!guardsWrites(deps.em)) return locked();
+  const { call, result, drafts, rows, guarded } = await change(deps.em, false);
+  const { records, events } = eventRecords(deps, drafts);
+  const written = await preparedGuardedWrite(
+    deps.em,
+    { entity: PortCall, where: { id: call.id, status: call.status } },
+    [...rows, { entity: EventRecord, items: records }],
+    guarded?.update,
+  );
+  if (!written) return locked();
+  await deps.events.publish(events);
+  return result;
+}
 
 /**
  * A change that only adds rows under an open call of the principal (a new order, its history row),
- * read with `joins` as `lockOpenCall` reads them. On PostgreSQL, outside a transaction, without one:
- * the call and the joined rows read unlocked, `addition` checks and builds the rows, and one
- * statement writes them and the events only while the call is still in the status it was read in,
- * holding it `for share` until it commits (`preparedGuardedInserts`): two round trips instead of
- * four (`BEGIN`, the locked read, the write, `COMMIT`), each of which waits for a turn of the event
- * loop under load. A call that moved meanwhile writes nothing there, and the change runs again in a
- * transaction that locks the call (`commitPrepared`), which answers as the call now stands (a 409
- * for a call that departed). Elsewhere (SQLite, whose transaction costs no round trip; inside a
- * transaction) it is that transaction from the start. Events are published after commit either way.
+ * by `commitUnderCall`: the call read with `joins` as `lockPortCall` reads them (unlocked on the
+ * guarded path), checked to be open, then `addition` builds the rows.
  */
-export async function commitOnOpenCall<T, const J extends readonly LockJoin[]>(
+export function commitOnOpenCall<T, const J extends readonly LockJoin[]>(
   deps: Deps,
   principal: Principal,
   callId: string,
   refusal: (call: Pick<PortCall, 'id' | 'status'>) => string,
   joins: J,
-  addition: Addition<T, J>,
+  addition: (call: PortCall, joined: JoinedRows<J>) => Omit<CallChange<T>, 'call'>,
 ): Promise<T> {
-  const locked = () =>
-    commitPrepared(deps, async (tx) => {
-      const { call, joined } = await lockOpenCall(tx, callId, refusal, principal, joins);
-      return addition(call, joined);
-    });
-  if (!guardsInserts(deps.em)) return locked();
-  const { call, joined } = await readPortCall(preparedJoined, deps.em, callId, principal, joins);
-  checkOpenCall(call, refusal);
-  const { result, drafts, rows } = addition(call, joined);
-  const { records, events } = eventRecords(deps, drafts);
-  const written = await preparedGuardedInserts(
-    deps.em,
-    { entity: PortCall, where: { id: call.id, status: call.status } },
-    [...rows, { entity: EventRecord, items: records }],
-  );
-  if (!written) return locked();
-  await deps.events.publish(events);
-  return result;
+  return commitUnderCall(deps, async (em, lock) => {
+    const read = lock ? preparedLockJoined<PortCall, J> : preparedJoined<PortCall, J>;
+    const { call, joined } = await readPortCall(read, em, callId, principal, joins);
+    checkOpenCall(call, refusal);
+    return { call, ...addition(call, joined) };
+  });
 }
 
 /** Writes one status-history row in the transaction (its subject's row must be written first). */
@@ -242,22 +259,6 @@ async function readPortCall<const J extends readonly LockJoin[]>(
 /** A call that has departed or been cancelled takes no new work and no further changes. */
 export const isFinishedCall = (status: PortCallStatus): boolean =>
   status === PortCallStatus.DEPARTED || status === PortCallStatus.CANCELLED;
-
-/**
- * Locks the call (the principal's, when given) for the rest of the transaction, with `joins` as
- * `lockPortCall` reads them, then checks it still takes work.
- */
-export async function lockOpenCall<const J extends readonly LockJoin[] = []>(
-  tx: EntityManager,
-  callId: string,
-  refusal: (call: Pick<PortCall, 'id' | 'status'>) => string,
-  principal?: Principal,
-  joins?: J,
-): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
-  const locked = await lockPortCall(tx, callId, principal, joins);
-  checkOpenCall(locked.call, refusal);
-  return locked;
-}
 
 /** The 409 `refusal` words when `call` has departed or been cancelled, naming its status and id. */
 export function checkOpenCall(

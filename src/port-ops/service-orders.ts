@@ -12,7 +12,7 @@ import {
   changedConcurrently,
   checkOpenCall,
   commitOnOpenCall,
-  commitPrepared,
+  commitUnderCall,
   findOwned,
   findPage,
   guardedUpdate,
@@ -32,7 +32,7 @@ import {
   Vendor,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
-import { preparedIn, preparedInserts, preparedLockJoined } from '../db/prepared.js';
+import { preparedIn, preparedInserts, preparedJoined, preparedLockJoined } from '../db/prepared.js';
 
 export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
   {
@@ -206,27 +206,31 @@ export async function transitionServiceOrder(
 ): Promise<ServiceOrder> {
   const target = parseEnum(ServiceOrderStatus, to, 'status');
   const actor = actorOf(principal);
-  return commitPrepared(deps, async (tx) => {
-    if (!isUuid(id)) throw notFound('ServiceOrder', id);
-    // The order read and its call locked, in one statement: no move of the call can come between
-    // the check that it still takes work and the order's move.
-    const locked = await preparedLockJoined(tx, ServiceOrder, { id, ...tenant(principal) }, [
-      { entity: PortCall, on: 'portCallId', lock: true },
+  if (!isUuid(id)) throw notFound('ServiceOrder', id);
+  // The order read with its call, the call locked (or, on PostgreSQL, the move written only while the
+  // call and the order are as read: `commitUnderCall`): no move of the call can come between the
+  // check that it still takes work and the order's move.
+  return commitUnderCall(deps, async (em, lock) => {
+    const read = lock ? preparedLockJoined : preparedJoined;
+    const found = await read(em, ServiceOrder, { id, ...tenant(principal) }, [
+      { entity: PortCall, on: 'portCallId', lock },
     ]);
-    if (!locked) throw notFound('ServiceOrder', id);
-    const order = locked.row;
+    // Every order has its call (a foreign key); the locked one is inner-joined.
+    const call = found?.joined[0];
+    if (!found || !call) throw notFound('ServiceOrder', id);
+    const order = found.row;
     const allowed = SERVICE_ORDER_TRANSITIONS[order.status];
     if (!allowed.includes(target)) throw illegalMove('Service order', order.status, target, allowed);
-    // The locked row is inner-joined: an order read is an order with its call.
     if (NEEDS_OPEN_CALL.includes(target))
       checkOpenCall(
-        locked.joined[0]!,
+        call,
         ({ id: callId, status }) =>
           `Service order ${id} cannot go to ${target}: its port call ${callId} is ${status} (an order of a departed or cancelled call may only be completed, cancelled or rejected)`,
       );
     // The guarded move is written with its history row and event, in one round trip on PostgreSQL.
     const { from, values, change, draft } = orderMove(order, target, deps.clock.now(), actor);
     return {
+      call,
       result: Object.assign(order, values),
       drafts: [draft],
       rows: [{ entity: StatusChange, items: [change] }],

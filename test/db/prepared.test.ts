@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isUniqueViolation } from '../../src/db/errors.js';
 import {
-  preparedGuardedInserts,
+  preparedGuardedWrite,
   preparedIn,
   preparedInJoined,
   preparedInsert,
@@ -565,25 +565,25 @@ describeEachDialect('prepared reads', (dialect) => {
     ];
     const guard = { entity: PortCall, where: { id: call.id, status: call.status } };
     if (dialect === 'sqlite') {
-      await expect(preparedGuardedInserts(db.em(), guard, newVendors('Nowhere'))).rejects.toThrow(
+      await expect(preparedGuardedWrite(db.em(), guard, newVendors('Nowhere'))).rejects.toThrow(
         /runs on PostgreSQL, outside a transaction/,
       );
       return;
     }
     await expect(
-      db.em().transactional((tx) => preparedGuardedInserts(tx as EntityManager, guard, newVendors('Inside'))),
+      db.em().transactional((tx) => preparedGuardedWrite(tx as EntityManager, guard, newVendors('Inside'))),
     ).rejects.toThrow(/outside a transaction/);
     const named = async (...names: string[]) =>
       (await db.em().fork().find(Vendor, { name: names })).map((v) => v.name).sort();
 
     // The row as read: written, in one statement.
     statements.length = 0;
-    expect(await preparedGuardedInserts(db.em(), guard, newVendors('Guarded One', 'Guarded Two'))).toBe(true);
+    expect(await preparedGuardedWrite(db.em(), guard, newVendors('Guarded One', 'Guarded Two'))).toBe(true);
     expect(ownWrites(statements).filter((s) => /\binsert into\b/.test(s))).toHaveLength(1);
     expect(await named('Guarded One', 'Guarded Two')).toEqual(['Guarded One', 'Guarded Two']);
     // The row no longer as read (another status): nothing written.
     expect(
-      await preparedGuardedInserts(
+      await preparedGuardedWrite(
         db.em(),
         { ...guard, where: { ...guard.where, status: PortCallStatus.ARRIVED } },
         newVendors('Stale'),
@@ -600,7 +600,7 @@ describeEachDialect('prepared reads', (dialect) => {
       await other.query('select 1 from port_calls where id = $1 for no key update', [call.id]);
       await other.query("update port_calls set status = 'DEPARTED' where id = $1", [call.id]);
       let settled = false;
-      const racing = preparedGuardedInserts(db.em(), guard, newVendors('Raced')).finally(
+      const racing = preparedGuardedWrite(db.em(), guard, newVendors('Raced')).finally(
         () => (settled = true),
       );
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -613,8 +613,108 @@ describeEachDialect('prepared reads', (dialect) => {
       await other.query('update port_calls set status = $2 where id = $1', [call.id, call.status]);
       await other.end();
     }
-    expect(await preparedGuardedInserts(db.em(), guard, newVendors('After'))).toBe(true);
+    expect(await preparedGuardedWrite(db.em(), guard, newVendors('After'))).toBe(true);
     expect(await named('After')).toEqual(['After']);
+  });
+
+  it('move a row and insert rows under a guarded row in one statement on PostgreSQL: only while both are as read, waiting for a change of either', async () => {
+    const db = server.database.db;
+    const em = db.em().fork();
+    const open = await em.find(PortCall, { status: PortCallStatus.SCHEDULED });
+    const order = await em.findOneOrFail(ServiceOrder, {
+      portCallId: open.map((c) => c.id),
+      status: ServiceOrderStatus.REQUESTED,
+    });
+    const call = open.find((c) => c.id === order.portCallId)!;
+    const guard = { entity: PortCall, where: { id: call.id, status: call.status } };
+    const at = new Date('2026-03-04T05:06:07.089Z');
+    const move = (status = ServiceOrderStatus.REQUESTED) => ({
+      entity: ServiceOrder,
+      where: { id: order.id, status },
+      values: { status: ServiceOrderStatus.CONFIRMED, updatedAt: at },
+    });
+    const history = (actor: string) => [
+      {
+        entity: StatusChange,
+        items: [
+          Object.assign(new StatusChange(), {
+            subjectType: StatusSubject.SERVICE_ORDER,
+            subjectId: order.id,
+            from: ServiceOrderStatus.REQUESTED,
+            to: ServiceOrderStatus.CONFIRMED,
+            at,
+            actor,
+            recordedAt: at,
+          }),
+        ],
+      },
+    ];
+    if (dialect === 'sqlite') {
+      await expect(preparedGuardedWrite(db.em(), guard, history('nowhere'), move())).rejects.toThrow(
+        /runs on PostgreSQL, outside a transaction/,
+      );
+      return;
+    }
+    const status = async () => (await db.em().fork().findOneOrFail(ServiceOrder, { id: order.id })).status;
+    const recorded = async (actor: string) =>
+      db.em().fork().count(StatusChange, { subjectId: order.id, actor });
+
+    // The order no longer as read, or the call: nothing moved, nothing inserted.
+    expect(
+      await preparedGuardedWrite(db.em(), guard, history('stale order'), move(ServiceOrderStatus.CONFIRMED)),
+    ).toBe(false);
+    const departed = { ...guard, where: { ...guard.where, status: PortCallStatus.DEPARTED } };
+    expect(await preparedGuardedWrite(db.em(), departed, history('stale call'), move())).toBe(false);
+    expect(await status()).toBe(ServiceOrderStatus.REQUESTED);
+    expect(await recorded('stale order')).toBe(0);
+    expect(await recorded('stale call')).toBe(0);
+
+    // Another transaction moving the call, then one moving the order: the write waits for each,
+    // finds it changed, and writes nothing.
+    const other = new pg.Client({ connectionString: server.database.url });
+    await other.connect();
+    const raced = async (change: string[], actor: string) => {
+      await other.query('begin');
+      for (const sql of change) await other.query(sql, [sql.includes('port_calls') ? call.id : order.id]);
+      let settled = false;
+      const racing = preparedGuardedWrite(db.em(), guard, history(actor), move()).finally(
+        () => (settled = true),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(settled, actor).toBe(false);
+      await other.query('commit');
+      expect(await racing, actor).toBe(false);
+      expect(await recorded(actor), actor).toBe(0);
+    };
+    try {
+      await raced(
+        [
+          'select 1 from port_calls where id = $1 for no key update',
+          "update port_calls set status = 'DEPARTED' where id = $1",
+        ],
+        'raced call',
+      );
+      expect(await status()).toBe(ServiceOrderStatus.REQUESTED);
+      await other.query('update port_calls set status = $2 where id = $1', [call.id, call.status]);
+      await raced(["update service_orders set status = 'CANCELLED' where id = $1"], 'raced order');
+      expect(await status()).toBe(ServiceOrderStatus.CANCELLED);
+    } finally {
+      await other.query('rollback').catch(() => undefined);
+      await other.query('update port_calls set status = $2 where id = $1', [call.id, call.status]);
+      await other.query('update service_orders set status = $2 where id = $1', [order.id, order.status]);
+      await other.end();
+    }
+
+    // Both as read: the move and its history row, in one statement.
+    statements.length = 0;
+    expect(await preparedGuardedWrite(db.em(), guard, history('guarded'), move())).toBe(true);
+    const writes = ownWrites(statements).filter((s) => /\b(update|insert into) "/.test(s));
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatch(
+      /^\[query\] with g as \(select 1 from "port_calls" e where .* for share of e\), u as \(update "service_orders" set .* and exists \(select 1 from g\) returning 1\) insert into "status_changes" .* where exists \(select 1 from u\)/,
+    );
+    expect(await status()).toBe(ServiceOrderStatus.CONFIRMED);
+    expect(await recorded('guarded')).toBe(1);
   });
 
   it('run a transaction of their own: committed together, rolled back on any error, refusing the ORM inside it', async () => {
