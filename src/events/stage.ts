@@ -47,7 +47,7 @@ export async function stageEvents(
 
 /**
  * The rows of `drafts` as `stageEvents` writes them, not yet written, and the events to publish once
- * they have committed: for a change that writes its rows itself (`commitOnOpenCall`).
+ * they have committed: for a change that writes its rows itself (`commitUnderCall`).
  */
 export function eventRecords(
   deps: { clock: Clock; events: EventPublisher },
