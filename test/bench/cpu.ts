@@ -1,7 +1,8 @@
 /**
- * CPU time per request of the reads that execute (kept answers off, `ANSWER_CACHE_MB=0`) and of one
- * write (a new service order), in this process through Fastify's `inject` (no sockets): what a change to the execution path gains or
- * costs, measured in CPU time rather than throughput, so a busy machine moves it far less than it
+ * CPU time per request of the reads that execute (kept answers off, `ANSWER_CACHE_MB=0`) and of the
+ * two writes of the mixed bench (a new service order, an order's confirmation, each run confirming an
+ * order made beforehand), in this process through Fastify's `inject` (no sockets): what a change to
+ * the execution path gains or costs, measured in CPU time rather than throughput, so a busy machine moves it far less than it
  * moves req/s. Not a substitute for `npm run bench` (no HTTP stack, one request at a time).
  * `node --import tsx test/bench/cpu.ts [ITERATIONS]`; `BENCH_DATABASE_URL` (postgres://…) runs it on
  * a fresh PostgreSQL database (created and dropped), SQLite otherwise, and when that server runs on this
@@ -36,6 +37,8 @@ interface Read {
   body?: string;
   /** The status every run answers with; 200 unless given. */
   status?: number;
+  /** Run `i` requests `urls(i)` instead of `url` (a write that needs a row of its own each time). */
+  urls?: (i: number) => string;
 }
 const READS: Read[] = [
   {
@@ -110,6 +113,32 @@ async function newServiceOrder(fastify: FastifyInstance, key: string): Promise<R
   };
 }
 
+/**
+ * The other write of the mixed bench: the confirmation of a REQUESTED order, each run its own order
+ * (made beforehand by `order`, as many as the runs need, not measured).
+ */
+async function confirmation(fastify: FastifyInstance, key: string, order: Read, runs: number): Promise<Read> {
+  const ids: string[] = [];
+  for (let i = 0; i < runs; i++) {
+    const created = await fastify.inject({
+      method: 'POST',
+      url: order.url,
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      payload: order.body,
+    });
+    if (created.statusCode !== 201)
+      throw new Error(`an order to confirm: ${created.statusCode} ${created.body}`);
+    ids.push((JSON.parse(created.body) as Json).id as string);
+  }
+  return {
+    name: 'REST order confirmation (a write)',
+    method: 'POST',
+    url: `/v1/service-orders/${ids[0]}/status`,
+    urls: (i) => `/v1/service-orders/${ids[i]}/status`,
+    body: JSON.stringify({ status: 'CONFIRMED' }),
+  };
+}
+
 type Json = Record<string, unknown>;
 
 const dir = mkdtempSync(join(tmpdir(), 'tidegate-cpu-'));
@@ -145,19 +174,27 @@ try {
       bytes: number;
     }> = [];
     const postmaster = POSTGRES ? await localPostmaster(database.url) : undefined;
-    const measured = [...READS, await newServiceOrder(app.fastify, key)];
-    for (const r of measured.filter((x) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t)))) {
+    const order = await newServiceOrder(app.fastify, key);
+    const only = (x: Read) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t));
+    const warmUps = Math.min(100, ITERATIONS);
+    // The confirmation's orders: the first run, the warm-up and the measured runs each confirm one.
+    const confirming = only({ name: 'REST order confirmation (a write)' } as Read)
+      ? [await confirmation(app.fastify, key, order, 1 + warmUps + ITERATIONS)]
+      : [];
+    const measured = [...READS, order, ...confirming];
+    for (const r of measured.filter(only)) {
+      let run = 0;
       const send = () =>
         app.fastify.inject({
           method: r.method,
-          url: r.url,
+          url: r.urls ? r.urls(run++) : r.url,
           headers: { 'x-api-key': key, ...(r.body ? { 'content-type': 'application/json' } : {}) },
           payload: r.body,
         });
       const first = await send();
       if (first.statusCode !== (r.status ?? 200) || first.body.includes('"errors"'))
         throw new Error(`${r.name}: ${first.statusCode} ${first.body.slice(0, 300)}`);
-      for (let i = 0; i < Math.min(100, ITERATIONS); i++) await send(); // warm-up: JIT, pools
+      for (let i = 0; i < warmUps; i++) await send(); // warm-up: JIT, pools
       const profiling = process.env.BENCH_CPU_PROFILE;
       const session = profiling ? new Session() : undefined;
       if (session) {
