@@ -760,6 +760,45 @@ describeEachDialect('port-ops rules: every error is clear and writes nothing', (
       expect(issuedEvents.filter((e) => e.payload.invoiceId === draft.id)).toHaveLength(1);
     });
 
+    it('new orders and a confirmation racing the cancellation of their call: every order left on it is cancelled, the refused ones are 409 naming the call', async () => {
+      const orderOn = (call: Json) =>
+        post('/v1/service-orders', {
+          portCallId: call.id,
+          serviceType: 'BUNKERING',
+          vendorId: bunkerVendorSgsin,
+          details: BUNKER,
+        });
+      for (let round = 0; round < 3; round++) {
+        const call = (await post('/v1/port-calls', newCall())).body;
+        const order = (await orderOn(call)).body;
+        // The cancellation sent first, among the others, then last: on SQLite, which serializes the
+        // writes in the order they arrive, each way round happens.
+        const others = [
+          () => post(`/v1/service-orders/${order.id}/status`, { status: 'CONFIRMED' }),
+          ...Array.from({ length: 4 }, () => () => orderOn(call)),
+        ];
+        const cancel = () => post(`/v1/port-calls/${call.id}/status`, { status: 'CANCELLED' });
+        const at = [0, 3, others.length][round]!;
+        const sent = [...others.slice(0, at), cancel, ...others.slice(at)].map((send) => send());
+        const cancelled = await sent.splice(at, 1)[0]!;
+        const [confirmed, ...created] = await Promise.all(sent);
+        expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+        expect([200, 409], JSON.stringify(confirmed!.body)).toContain(confirmed!.status);
+        if (confirmed!.status === 409)
+          expect(confirmed!.body.error.message).toMatch(
+            /cannot go (from CANCELLED to CONFIRMED|to CONFIRMED: its port call .* is CANCELLED)/,
+          );
+        for (const r of created) {
+          expect([201, 409], JSON.stringify(r.body)).toContain(r.status);
+          if (r.status === 409)
+            expect(r.body.error.message).toMatch(new RegExp(`^Port call ${call.id} is CANCELLED`));
+        }
+        const left = await rest(server.url, `/v1/service-orders?portCallId=${call.id}&limit=100`, { key });
+        expect(left.body.data).toHaveLength(1 + created.filter((r) => r.status === 201).length);
+        expect(new Set(left.body.data.map((o: Json) => o.status))).toEqual(new Set(['CANCELLED']));
+      }
+    });
+
     it('concurrent creates with one voyage reference or invoice number: one 201, the rest 409 naming the field', async () => {
       const voyageReference = `RACE-${Math.random().toString(36).slice(2, 8)}`;
       const calls = await together(5, () => post('/v1/port-calls', newCall({ voyageReference })));
