@@ -609,36 +609,30 @@ export type JoinedRows<J extends readonly LockJoin[]> = {
  * them. Undefined when no row of `entity` matches (or, with a joined row to lock, when that row does
  * not exist); any other joined row that does not exist is undefined in `joined`.
  */
-export async function preparedLockJoined<T extends object, const J extends readonly LockJoin[]>(
+export function preparedLockJoined<T extends object, const J extends readonly LockJoin[]>(
   em: EntityManager,
   entity: EntityClass<T>,
   where: Record<string, unknown>,
   joins: J,
 ): Promise<{ row: T; joined: JoinedRows<J> } | undefined> {
-  if (!em.getTransactionContext()) throw new Error(`preparedLock(${entity.name}) outside a transaction`);
-  return joinedRead(em, entity, where, joins, true);
+  return preparedJoined(em, entity, where, joins, true);
 }
 
 /**
- * `preparedLockJoined` without the lock, inside a transaction or not: what a write that guards its
- * own statement (`preparedGuardedWrite`) checks before it writes, in one round trip.
+ * `preparedLockJoined` when `lock` is set (inside a transaction only); without it the same read
+ * with no lock, inside a transaction or not: what a write that guards its own statement
+ * (`preparedGuardedWrite`) checks before it writes, in one round trip. A joined row marked `lock`
+ * is refused in a read that locks none.
  */
-export function preparedJoined<T extends object, const J extends readonly LockJoin[]>(
+export async function preparedJoined<T extends object, const J extends readonly LockJoin[]>(
   em: EntityManager,
   entity: EntityClass<T>,
   where: Record<string, unknown>,
   joins: J,
+  lock = false,
 ): Promise<{ row: T; joined: JoinedRows<J> } | undefined> {
-  return joinedRead(em, entity, where, joins, false);
-}
-
-async function joinedRead<T extends object, const J extends readonly LockJoin[]>(
-  em: EntityManager,
-  entity: EntityClass<T>,
-  where: Record<string, unknown>,
-  joins: J,
-  lock: boolean,
-): Promise<{ row: T; joined: JoinedRows<J> } | undefined> {
+  if (lock && !em.getTransactionContext())
+    throw new Error(`preparedLock(${entity.name}) outside a transaction`);
   const name = lock ? 'preparedLockJoined' : 'preparedJoined';
   const metadata = em.getMetadata();
   const meta = metadata.get(entity.name);

@@ -8,7 +8,6 @@ import {
   preparedIn,
   preparedInsert,
   preparedJoined,
-  preparedLockJoined,
   preparedPage,
   preparedTransaction,
   preparedUpdate,
@@ -121,8 +120,7 @@ export function commitOnOpenCall<T, const J extends readonly LockJoin[]>(
   addition: (call: PortCall, joined: JoinedRows<J>) => Omit<CallChange<T>, 'call'>,
 ): Promise<T> {
   return commitUnderCall(deps, async (em, lock) => {
-    const read = lock ? preparedLockJoined<PortCall, J> : preparedJoined<PortCall, J>;
-    const { call, joined } = await readPortCall(read, em, callId, principal, joins);
+    const { call, joined } = await readPortCall(em, callId, lock, principal, joins);
     checkOpenCall(call, refusal);
     return { call, ...addition(call, joined) };
   });
@@ -231,26 +229,27 @@ export async function lockPortCall<const J extends readonly LockJoin[] = []>(
   principal?: Principal,
   joins?: J,
 ): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
-  return readPortCall(preparedLockJoined, tx, id, principal, joins);
+  return readPortCall(tx, id, true, principal, joins);
 }
 
 /**
- * The call (the principal's, when given) with `joins`, by `read` (locked or not), or its 404; an
- * id that is no UUID is not sent.
+ * The call (the principal's, when given) with `joins`, locked or not (`preparedJoined`), or its
+ * 404; an id that is no UUID is not sent.
  */
 async function readPortCall<const J extends readonly LockJoin[]>(
-  read: typeof preparedLockJoined<PortCall, J>,
   em: EntityManager,
   id: string,
+  lock: boolean,
   principal?: Principal,
   joins?: J,
 ): Promise<{ call: PortCall; joined: JoinedRows<J> }> {
   if (!isUuid(id)) throw notFound('PortCall', id);
-  const found = await read(
+  const found = await preparedJoined(
     em,
     PortCall,
     { id, ...(principal ? tenant(principal) : {}) },
     joins ?? ([] as unknown as J),
+    lock,
   );
   if (!found) throw notFound('PortCall', id);
   return { call: found.row, joined: found.joined };

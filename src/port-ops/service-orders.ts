@@ -32,7 +32,7 @@ import {
   Vendor,
 } from './entities.js';
 import { parseServiceDetails } from './details.js';
-import { preparedIn, preparedInserts, preparedJoined, preparedLockJoined } from '../db/prepared.js';
+import { preparedIn, preparedInserts, preparedJoined } from '../db/prepared.js';
 
 export const SERVICE_ORDER_TRANSITIONS: Readonly<Record<ServiceOrderStatus, readonly ServiceOrderStatus[]>> =
   {
@@ -129,7 +129,7 @@ export async function createServiceOrder(
       });
       // The row before its history row: the history's version trigger finds the account through it
       // (one it cannot find moves the shared version, which would stale every account's answers).
-      // Both are written with the event, in one round trip on PostgreSQL (`commit`).
+      // Both are written with the event, in one round trip on PostgreSQL (`commitOnOpenCall`).
       const change = statusChange(
         StatusSubject.SERVICE_ORDER,
         order.id,
@@ -211,10 +211,13 @@ export async function transitionServiceOrder(
   // call and the order are as read: `commitUnderCall`): no move of the call can come between the
   // check that it still takes work and the order's move.
   return commitUnderCall(deps, async (em, lock) => {
-    const read = lock ? preparedLockJoined : preparedJoined;
-    const found = await read(em, ServiceOrder, { id, ...tenant(principal) }, [
-      { entity: PortCall, on: 'portCallId', lock },
-    ]);
+    const found = await preparedJoined(
+      em,
+      ServiceOrder,
+      { id, ...tenant(principal) },
+      [{ entity: PortCall, on: 'portCallId', lock }],
+      lock,
+    );
     // Every order has its call (a foreign key); the locked one is inner-joined.
     const call = found?.joined[0];
     if (!found || !call) throw notFound('ServiceOrder', id);
