@@ -49,8 +49,11 @@ async function insertBulk<T extends object>(
   for (let i = 0; i < rows.length; i += 400) await em.insertMany(entity, rows.slice(i, i + 400) as never);
 }
 
-/** Writes the fixture into the database at `url` (already migrated, with the demo's ports and vessels). */
-export async function generateFixture(url: string): Promise<Tenant[]> {
+/**
+ * Writes the fixture into the database at `url` (already migrated, with the demo's ports and
+ * vessels): `count` tenants, TENANTS unless given.
+ */
+export async function generateFixture(url: string, count = TENANTS): Promise<Tenant[]> {
   const db = await openAppDatabase(url);
   try {
     const em = db.em();
@@ -63,7 +66,7 @@ export async function generateFixture(url: string): Promise<Tenant[]> {
     const nowMs = systemClock.now().getTime();
     const hour = (ms: number) => new Date(Math.round(ms / HOUR) * HOUR);
     const tenants: Tenant[] = [];
-    for (let t = 0; t < TENANTS; t++) {
+    for (let t = 0; t < count; t++) {
       const { accountId, apiKey } = await em.fork().transactional(async (tx) => {
         const account = await createAccount(
           { em: tx, clock: systemClock },

@@ -10,7 +10,10 @@
  * - 30 % a liquidity list read with filters (category, tier, `min_score`) on REST or GraphQL;
  * - 5 % a write of that tenant that moves its data version: a new bunkering order on one of its
  *   planned calls, or the confirmation of one of its REQUESTED orders (each order once; when a
- *   tenant has none left, a new order instead).
+ *   tenant has none left, a new order instead). With `BENCH_MIXED_WRITES_APART=true` the same
+ *   writes are made by one more tenant, whose data no read of the sequence asks for: the reads and
+ *   the writes are the same, but no kept answer is carried or spliced and no read model moves, so
+ *   the two runs tell the writes' own cost from what they cost the reads after them.
  *
  * Its ceiling replays the same sequence (same methods, headers and bodies) against the bare server,
  * which answers each request with the bytes the gateway gave for that read at start (or for a
@@ -18,7 +21,7 @@
  */
 import { mulberry32 } from '../../src/kernel/random.js';
 import type { CapturedAnswer } from './ceiling.js';
-import { CALLS_PER_TENANT, generateFixture, type Tenant } from './fixture.js';
+import { CALLS_PER_TENANT, generateFixture, TENANTS, type Tenant } from './fixture.js';
 import type { BenchRequest, BenchScenario } from './scenario.js';
 
 const DASHBOARD = `query MixedDashboard($first: Int, $after: String, $status: PortCallStatus) {
@@ -78,7 +81,19 @@ function writeShare(text: string | undefined): number {
 }
 const SEQUENCE_LENGTH = 5000;
 
-const MIXED = `mixed: 50 tenants × 200 port calls, dashboards + liquidity lists + ${+(SHARE_WRITES * 100).toFixed(2)} % writes`;
+/**
+ * `BENCH_MIXED_WRITES_APART=true`: the writes are made by a tenant no read asks for (one more
+ * tenant in the fixture) instead of by the reading tenants.
+ */
+const WRITES_APART = flag('BENCH_MIXED_WRITES_APART', process.env.BENCH_MIXED_WRITES_APART);
+
+function flag(name: string, text: string | undefined): boolean {
+  if (text === undefined || text === '' || text === 'false') return false;
+  if (text === 'true') return true;
+  throw new Error(`${name} must be true or false (got '${text}')`);
+}
+
+const MIXED = `mixed: ${TENANTS} tenants × ${CALLS_PER_TENANT} port calls, dashboards + liquidity lists + ${+(SHARE_WRITES * 100).toFixed(2)} % writes${WRITES_APART ? ' by a tenant no read asks for' : ''}`;
 
 type Entry =
   | { kind: 'read'; request: BenchRequest; answer: number }
@@ -98,8 +113,11 @@ export interface MixedPlan {
 const keyHeaders = (key: string) => ({ 'x-api-key': key });
 const gqlHeaders = (key: string) => ({ ...keyHeaders(key), 'content-type': 'application/json' });
 
-/** Captures every distinct read of the sequence from the gateway at `url` and draws the sequence. */
-export async function buildMixed(url: string, tenants: Tenant[]): Promise<MixedPlan> {
+/**
+ * Captures every distinct read of the sequence from the gateway at `url` and draws the sequence:
+ * `tenants` read and write, or only read when `writer` makes every write.
+ */
+export async function buildMixed(url: string, tenants: Tenant[], writer?: Tenant): Promise<MixedPlan> {
   const answers: CapturedAnswer[] = [];
   const fetchAnswer = async (r: BenchRequest): Promise<{ index: number; json: unknown }> => {
     const res = await fetch(url + r.path, { method: r.method, headers: r.headers, body: r.body });
@@ -160,9 +178,10 @@ export async function buildMixed(url: string, tenants: Tenant[]): Promise<MixedP
     liquidity.push({ request, answer: (await fetchAnswer(request(tenants[0]!.apiKey))).index });
   }
   // One write of each kind, made now, gives the bytes the ceiling answers writes with.
-  const pools = tenants.map((t) => ({ scheduled: t.scheduled, requested: [...t.requested], next: 0 }));
+  const writers = writer ? [writer] : tenants;
+  const pools = writers.map((t) => ({ scheduled: t.scheduled, requested: [...t.requested], next: 0 }));
   const writeRequest = (t: number, confirm: boolean): BenchRequest => {
-    const tenant = tenants[t]!;
+    const tenant = writers[t]!;
     const pool = pools[t]!;
     const headers = gqlHeaders(tenant.apiKey);
     const order = confirm ? pool.requested.pop() : undefined;
@@ -196,7 +215,7 @@ export async function buildMixed(url: string, tenants: Tenant[]): Promise<MixedP
     const t = Math.floor(random() * tenants.length);
     const roll = random();
     if (roll < SHARE_WRITES) {
-      entries.push({ kind: 'write', tenant: t, confirm: random() < 0.5 });
+      entries.push({ kind: 'write', tenant: writer ? 0 : t, confirm: random() < 0.5 });
     } else if (roll < SHARE_WRITES + SHARE_LIQUIDITY) {
       const v = liquidity[Math.floor(random() * liquidity.length)]!;
       entries.push({ kind: 'read', request: v.request(tenants[t]!.apiKey), answer: v.answer });
@@ -222,7 +241,7 @@ export async function buildMixed(url: string, tenants: Tenant[]): Promise<MixedP
           ? { ...e.request, path: pathOf(e.answer) }
           : {
               ...sample,
-              headers: gqlHeaders(tenants[e.tenant]!.apiKey),
+              headers: gqlHeaders(writers[e.tenant]!.apiKey),
               path: pathOf(e.confirm ? confirmed : created),
             },
       );
@@ -242,11 +261,11 @@ export const scenarios: BenchScenario[] = [
     targetP99: { sqlite: 25, postgresql: 40 },
     sequence: async ({ url, databaseUrl }) => {
       const t0 = performance.now();
-      const tenants = await generateFixture(databaseUrl);
+      const tenants = await generateFixture(databaseUrl, TENANTS + (WRITES_APART ? 1 : 0));
       console.error(
         `  mixed: fixture of ${tenants.length} tenants × ${CALLS_PER_TENANT} port calls written in ${Math.round(performance.now() - t0)} ms`,
       );
-      const plan = await buildMixed(url, tenants);
+      const plan = await buildMixed(url, tenants.slice(0, TENANTS), tenants[TENANTS]);
       console.error(`  mixed: captured ${plan.stats.reads} distinct reads`);
       return plan;
     },
