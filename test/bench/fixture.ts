@@ -51,9 +51,13 @@ async function insertBulk<T extends object>(
 
 /**
  * Writes the fixture into the database at `url` (already migrated, with the demo's ports and
- * vessels): `count` tenants, TENANTS unless given.
+ * vessels): a tenant per entry of `callCounts`, with that many port calls (TENANTS × CALLS_PER_TENANT
+ * unless given), their ETAs spread over the same 200 days whatever their number.
  */
-export async function generateFixture(url: string, count = TENANTS): Promise<Tenant[]> {
+export async function generateFixture(
+  url: string,
+  callCounts: readonly number[] = new Array<number>(TENANTS).fill(CALLS_PER_TENANT),
+): Promise<Tenant[]> {
   const db = await openAppDatabase(url);
   try {
     const em = db.em();
@@ -66,7 +70,8 @@ export async function generateFixture(url: string, count = TENANTS): Promise<Ten
     const nowMs = systemClock.now().getTime();
     const hour = (ms: number) => new Date(Math.round(ms / HOUR) * HOUR);
     const tenants: Tenant[] = [];
-    for (let t = 0; t < count; t++) {
+    for (let t = 0; t < callCounts.length; t++) {
+      const callCount = callCounts[t]!;
       const { accountId, apiKey } = await em.fork().transactional(async (tx) => {
         const account = await createAccount(
           { em: tx, clock: systemClock },
@@ -123,10 +128,10 @@ export async function generateFixture(url: string, count = TENANTS): Promise<Ten
           recordedAt: at,
         });
       const tenant: Tenant = { accountId, apiKey, scheduled: [], requested: [] };
-      for (let c = 0; c < CALLS_PER_TENANT; c++) {
+      for (let c = 0; c < callCount; c++) {
         const port = ports[Math.floor(random() * ports.length)]!;
         const vessel = vessels[Math.floor(random() * vessels.length)]!;
-        const eta = hour(nowMs + (-150 + (200 * c) / CALLS_PER_TENANT + between(-0.5, 0.5)) * DAY);
+        const eta = hour(nowMs + (-150 + (200 * c) / callCount + between(-0.5, 0.5)) * DAY);
         const etb = hour(eta.getTime() + between(2, 12) * HOUR);
         const etd = hour(etb.getTime() + between(14, 60) * HOUR);
         const createdAt = new Date(Math.min(eta.getTime() - 14 * DAY, nowMs - HOUR));

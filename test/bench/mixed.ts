@@ -11,9 +11,10 @@
  * - 5 % a write of that tenant that moves its data version: a new bunkering order on one of its
  *   planned calls, or the confirmation of one of its REQUESTED orders (each order once; when a
  *   tenant has none left, a new order instead). With `BENCH_MIXED_WRITES_APART=true` the same
- *   writes are made by one more tenant, whose data no read of the sequence asks for: the reads and
- *   the writes are the same, but no kept answer is carried or spliced and no read model moves, so
- *   the two runs tell the writes' own cost from what they cost the reads after them.
+ *   writes are made by one more tenant, whose data no read of the sequence asks for (with as many
+ *   calls as all the others, so it has as many orders to confirm): the reads and the writes are
+ *   the same, but no kept answer is carried or spliced and no read model moves, so the two runs
+ *   tell the writes' own cost from what they cost the reads after them.
  *
  * Its ceiling replays the same sequence (same methods, headers and bodies) against the bare server,
  * which answers each request with the bytes the gateway gave for that read at start (or for a
@@ -83,7 +84,8 @@ const SEQUENCE_LENGTH = 5000;
 
 /**
  * `BENCH_MIXED_WRITES_APART=true`: the writes are made by a tenant no read asks for (one more
- * tenant in the fixture) instead of by the reading tenants.
+ * tenant in the fixture, with the calls of all the others, so that its orders to confirm last as
+ * long as theirs) instead of by the reading tenants.
  */
 const WRITES_APART = flag('BENCH_MIXED_WRITES_APART', process.env.BENCH_MIXED_WRITES_APART);
 
@@ -261,9 +263,11 @@ export const scenarios: BenchScenario[] = [
     targetP99: { sqlite: 25, postgresql: 40 },
     sequence: async ({ url, databaseUrl }) => {
       const t0 = performance.now();
-      const tenants = await generateFixture(databaseUrl, TENANTS + (WRITES_APART ? 1 : 0));
+      const calls = new Array<number>(TENANTS).fill(CALLS_PER_TENANT);
+      if (WRITES_APART) calls.push(TENANTS * CALLS_PER_TENANT);
+      const tenants = await generateFixture(databaseUrl, calls);
       console.error(
-        `  mixed: fixture of ${tenants.length} tenants × ${CALLS_PER_TENANT} port calls written in ${Math.round(performance.now() - t0)} ms`,
+        `  mixed: fixture of ${tenants.length} tenants, ${calls.reduce((n, c) => n + c, 0)} port calls, written in ${Math.round(performance.now() - t0)} ms`,
       );
       const plan = await buildMixed(url, tenants.slice(0, TENANTS), tenants[TENANTS]);
       console.error(`  mixed: captured ${plan.stats.reads} distinct reads`);
