@@ -113,6 +113,8 @@ async function newServiceOrder(fastify: FastifyInstance, key: string): Promise<R
   };
 }
 
+const CONFIRMATION = 'REST order confirmation (a write)';
+
 /**
  * The other write of the mixed bench: the confirmation of a REQUESTED order, each run its own order
  * (made beforehand by `order`, as many as the runs need, not measured).
@@ -131,7 +133,7 @@ async function confirmation(fastify: FastifyInstance, key: string, order: Read, 
     ids.push((JSON.parse(created.body) as Json).id as string);
   }
   return {
-    name: 'REST order confirmation (a write)',
+    name: CONFIRMATION,
     method: 'POST',
     url: `/v1/service-orders/${ids[0]}/status`,
     urls: (i) => `/v1/service-orders/${ids[i]}/status`,
@@ -175,14 +177,14 @@ try {
     }> = [];
     const postmaster = POSTGRES ? await localPostmaster(database.url) : undefined;
     const order = await newServiceOrder(app.fastify, key);
-    const only = (x: Read) => !ONLY || ONLY.split('|').some((t) => x.name.includes(t));
+    const only = (name: string) => !ONLY || ONLY.split('|').some((t) => name.includes(t));
     const warmUps = Math.min(100, ITERATIONS);
     // The confirmation's orders: the first run, the warm-up and the measured runs each confirm one.
-    const confirming = only({ name: 'REST order confirmation (a write)' } as Read)
+    const confirming = only(CONFIRMATION)
       ? [await confirmation(app.fastify, key, order, 1 + warmUps + ITERATIONS)]
       : [];
     const measured = [...READS, order, ...confirming];
-    for (const r of measured.filter(only)) {
+    for (const r of measured.filter((x) => only(x.name))) {
       let run = 0;
       const send = () =>
         app.fastify.inject({

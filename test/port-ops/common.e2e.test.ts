@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { preparedJoined, preparedLockJoined } from '../../src/db/prepared.js';
+import { preparedJoined } from '../../src/db/prepared.js';
 import { checkOpenCall, commitUnderCall, statusChange, type Deps } from '../../src/port-ops/common.js';
 import { PortCall, PortCallStatus, StatusChange, StatusSubject } from '../../src/port-ops/entities.js';
 import { describeEachDialect } from '../helpers/env.js';
@@ -41,8 +41,7 @@ describeEachDialect('a change under a port call', (dialect) => {
     const locks: boolean[] = [];
     const change = async (em: EntityManager, lock: boolean) => {
       locks.push(lock);
-      const read = lock ? preparedLockJoined : preparedJoined;
-      const found = (await read(em, PortCall, { id: call.id }, []))!.row;
+      const found = (await preparedJoined(em, PortCall, { id: call.id }, [], lock))!.row;
       checkOpenCall(found, ({ id, status }) => `Port call ${id} is ${status}`);
       if (!lock) await meanwhile?.();
       const at = new Date();
