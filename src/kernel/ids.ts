@@ -22,8 +22,16 @@ export function requireUuid(value: string, field: string): string {
  * with 600,000 rows, inserted at 4 µs of CPU a row with these against 19–20 µs with random ones.
  */
 export function timeOrderedUuid(now = Date.now()): string {
+  // The time's part is written once per millisecond: every request without an X-Request-Id takes an
+  // id, and under load many take one in the same millisecond (0.4 µs an id against 1.2 writing it
+  // each time, measured in a loop).
+  if (now !== lastTime.ms) {
+    const time = now.toString(16).padStart(12, '0');
+    lastTime = { ms: now, prefix: `${time.slice(0, 8)}-${time.slice(8, 12)}-7` };
+  }
   // A version-4 UUID's last 74 random bits and its variant are what version 7 keeps after the time.
-  const random = randomUUID();
-  const time = now.toString(16).padStart(12, '0');
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${random.slice(15)}`;
+  return lastTime.prefix + randomUUID().slice(15);
 }
+
+/** The last millisecond an id was made in, and the id's text up to its random bits. */
+let lastTime = { ms: -1, prefix: '' };

@@ -8,6 +8,10 @@ describe('timeOrderedUuid', () => {
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(isUuid(id)).toBe(true);
     expect(parseInt(id.slice(0, 8) + id.slice(9, 13), 16)).toBe(at);
+    // The time's text is kept for the last millisecond only: another time, then this one again.
+    const timeOf = (u: string) => parseInt(u.slice(0, 8) + u.slice(9, 13), 16);
+    expect(timeOf(timeOrderedUuid(at + 1))).toBe(at + 1);
+    expect(timeOf(timeOrderedUuid(at))).toBe(at);
   });
 
   it('sorts in the order of its times, as text too, and is random within one millisecond', () => {
