@@ -23,8 +23,8 @@ export function requireUuid(value: string, field: string): string {
  */
 export function timeOrderedUuid(now = Date.now()): string {
   // The time's part is written once per millisecond: every request without an X-Request-Id takes an
-  // id, and under load many take one in the same millisecond (0.4 µs an id against 1.2 writing it
-  // each time, measured in a loop).
+  // id, and under load many take one in the same millisecond (about half the id's time: 0.85 µs an
+  // id against 1.7 writing the time each time, measured in a loop on one machine).
   if (now !== lastTime.ms) {
     const time = now.toString(16).padStart(12, '0');
     lastTime = { ms: now, prefix: `${time.slice(0, 8)}-${time.slice(8, 12)}-7` };

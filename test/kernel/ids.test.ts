@@ -4,12 +4,12 @@ import { isUuid, requireUuid, timeOrderedUuid } from '../../src/kernel/ids.js';
 describe('timeOrderedUuid', () => {
   it('is a version-7 UUID whose first 48 bits are the time in milliseconds', () => {
     const at = Date.UTC(2026, 10, 29, 6, 0, 0, 123);
+    const timeOf = (u: string) => parseInt(u.slice(0, 8) + u.slice(9, 13), 16);
     const id = timeOrderedUuid(at);
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(isUuid(id)).toBe(true);
-    expect(parseInt(id.slice(0, 8) + id.slice(9, 13), 16)).toBe(at);
+    expect(timeOf(id)).toBe(at);
     // The time's text is kept for the last millisecond only: another time, then this one again.
-    const timeOf = (u: string) => parseInt(u.slice(0, 8) + u.slice(9, 13), 16);
     expect(timeOf(timeOrderedUuid(at + 1))).toBe(at + 1);
     expect(timeOf(timeOrderedUuid(at))).toBe(at);
   });
