@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { LockMode, raw, type RequiredEntityData } from '@mikro-orm/core';
+import { LockMode, raw, type EntityName, type FilterQuery, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Account } from '../accounts/entities.js';
 import type { AppServices } from '../gateway/schema/context.js';
@@ -45,6 +45,16 @@ const RETENTION_SWEEP_MS = HOUR;
 
 /** What of an endpoint decides whether an event is for it (besides its creation time). */
 type Subscriber = Pick<WebhookEndpoint, 'domain' | 'eventTypes' | 'accountId'>;
+
+/** Whether any row of `entity` matches `where`: one index entry read, outside any transaction. */
+async function anyRow<T extends object>(
+  db: Database,
+  entity: EntityName<T>,
+  where: FilterQuery<T>,
+): Promise<boolean> {
+  const rows = await db.em().createQueryBuilder(entity).select(raw('1')).where(where).limit(1).execute('all');
+  return rows.length > 0;
+}
 
 /**
  * Whether `endpoint` takes events like `event`: its domain and one of its types; a port-operations
@@ -243,6 +253,9 @@ export class WebhookOutbox {
   /** `dispatch`, also saying how many deliveries it created. */
   private async dispatchEvents(): Promise<{ count: number; deliveries: number }> {
     const { db, clock } = this.options;
+    // Looked for outside a transaction first: an idle poll takes no lock (on SQLite, the write lock
+    // every transaction takes first, which a request's write or the CLI's would wait behind).
+    if (!(await anyRow(db, EventRecord, { dispatchedAt: null }))) return { count: 0, deliveries: 0 };
     const { count, deliveries, relayed } = await db.em().transactional(async (tx) => {
       const qb = tx
         .createQueryBuilder(EventRecord)
@@ -336,6 +349,10 @@ export class WebhookOutbox {
     const now = clock.now();
     const token = randomUUID();
     const claimable = { $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] };
+    // As in `dispatchEvents`: no claim transaction while no delivery is due. The claim's other terms
+    // (the endpoint active and below its slots) are left to it: this only says whether to look.
+    const dueWhere = { status: WebhookDeliveryStatus.PENDING, nextAttemptAt: { $lte: now }, ...claimable };
+    if (!(await anyRow(db, WebhookDelivery, dueWhere))) return 0;
     const claimedAny = await db.em().transactional(async (tx) => {
       const leased = await tx.find(
         WebhookDelivery,
@@ -350,9 +367,7 @@ export class WebhookOutbox {
         .select(['d.id', 'd.endpoint'])
         .join('d.endpoint', 'e')
         .where({
-          status: WebhookDeliveryStatus.PENDING,
-          nextAttemptAt: { $lte: now },
-          ...claimable,
+          ...dueWhere,
           endpoint: {
             status: WebhookEndpointStatus.ACTIVE,
             ...(saturated.length > 0 ? { id: { $nin: saturated } } : {}),
