@@ -1,6 +1,6 @@
-import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SQLITE_WRITE_LOCK } from '../../src/db/prepared.js';
+import { holdSqliteWriteLock } from '../helpers/db.js';
 import { rest, startTestServer, type Json, type TestServer } from '../helpers/server.js';
 
 /*
@@ -13,47 +13,16 @@ import { rest, startTestServer, type Json, type TestServer } from '../helpers/se
  */
 
 /**
- * Another connection that takes the write lock, writes a row the gateway's transaction reads,
- * holds the lock for `holdMs` and commits. Resolves once it holds the lock; `done` when it has
- * committed (with the error it met, if any), with the time of its commit by the worker's clock.
+ * Another connection that takes the write lock, writes a row the gateway's transaction reads (the
+ * order `orderId`), holds the lock for `holdMs` and commits (`holdSqliteWriteLock`).
  */
-async function otherWriter(
-  file: string,
-  orderId: string,
-  holdMs: number,
-): Promise<{ done: Promise<number> }> {
-  const worker = new Worker(
-    `
-    const { workerData, parentPort } = require('node:worker_threads');
-    const Database = require('better-sqlite3');
-    const db = new Database(workerData.file, { timeout: 5000 });
-    db.exec('begin immediate');
-    db.prepare('update service_orders set updated_at = updated_at + 1 where id = ?').run(workerData.orderId);
-    parentPort.postMessage('locked');
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
-    db.exec('commit');
-    const committedAt = Date.now();
-    db.close();
-    parentPort.postMessage('committed ' + committedAt);
-    `,
-    { eval: true, workerData: { file, orderId, holdMs } },
+const otherWriter = (file: string, orderId: string, holdMs: number) =>
+  holdSqliteWriteLock(
+    file,
+    'update service_orders set updated_at = updated_at + 1 where id = ?',
+    [orderId],
+    holdMs,
   );
-  const messages: string[] = [];
-  const done = new Promise<number>((resolve, reject) => {
-    worker.on('message', (m: string) => messages.push(m));
-    worker.on('error', reject);
-    worker.on('exit', (code) => {
-      const committed = messages.find((m) => m.startsWith('committed '));
-      if (code === 0 && committed) resolve(Number(committed.slice('committed '.length)));
-      else reject(new Error(`writer exited ${code}`));
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    worker.once('message', () => resolve());
-    worker.once('error', reject);
-  });
-  return { done };
-}
 
 describe('SQLite write transactions beside another writer', () => {
   let server: TestServer | undefined;

@@ -1,56 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventRecord } from '../../src/events/entities.js';
 import { WebhookOutbox } from '../../src/events/outbox.js';
+import { holdSqliteWriteLock } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
  * An idle outbox takes no lock: each poll looks for undispatched events and due deliveries outside
  * a transaction and opens one (on SQLite, taking the write lock first) only when there is work. The
- * other writer is a worker thread holding SQLite's write lock, as in test/db/write-lock.e2e.test.ts:
- * its wait does not depend on the test's event loop, which the gateway's shares.
+ * other writer holds SQLite's write lock from a worker thread (`holdSqliteWriteLock`).
  */
 
 /**
  * Another connection that takes the write lock, writes an undispatched event (seen by others only
- * once it commits), holds the lock for `holdMs` and commits. Resolves once it holds the lock; `done`
- * resolves with the time of its commit by the worker's clock.
+ * once it commits), holds the lock for `holdMs` and commits (`holdSqliteWriteLock`).
  */
-async function lockHolder(file: string, eventId: string, holdMs: number): Promise<{ done: Promise<number> }> {
-  const worker = new Worker(
-    `
-    const { workerData, parentPort } = require('node:worker_threads');
-    const Database = require('better-sqlite3');
-    const db = new Database(workerData.file, { timeout: 5000 });
-    db.exec('begin immediate');
-    db.prepare("insert into events (id, type, occurred_at, account_id, payload, relay) values (?, 'tier_change', ?, null, '{}', 0)")
-      .run(workerData.eventId, Date.now());
-    parentPort.postMessage('locked');
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
-    db.exec('commit');
-    const committedAt = Date.now();
-    db.close();
-    parentPort.postMessage('committed ' + committedAt);
-    `,
-    { eval: true, workerData: { file, eventId, holdMs } },
+const lockHolder = (file: string, eventId: string, holdMs: number) =>
+  holdSqliteWriteLock(
+    file,
+    "insert into events (id, type, occurred_at, account_id, payload, relay) values (?, 'tier_change', ?, null, '{}', 0)",
+    [eventId, Date.now()],
+    holdMs,
   );
-  const messages: string[] = [];
-  const done = new Promise<number>((resolve, reject) => {
-    worker.on('message', (m: string) => messages.push(m));
-    worker.on('error', reject);
-    worker.on('exit', (code) => {
-      const committed = messages.find((m) => m.startsWith('committed '));
-      if (code === 0 && committed) resolve(Number(committed.slice('committed '.length)));
-      else reject(new Error(`lock holder exited ${code}`));
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    worker.once('message', () => resolve());
-    worker.once('error', reject);
-  });
-  return { done };
-}
 
 describe('an idle webhook outbox on SQLite', () => {
   let server: TestServer | undefined;

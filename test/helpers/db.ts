@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { inject } from 'vitest';
 import { type Database, type DatabaseOptions } from '../../src/db/orm.js';
 import { openAppDatabase } from '../../src/database.js';
@@ -130,4 +131,50 @@ async function openDatabaseAt(
       await database.drop();
     },
   };
+}
+
+/**
+ * Another writer of the SQLite file `file`: a connection in a worker thread, whose wait and commit do
+ * not depend on the test's event loop (which a gateway in the test's process shares). It takes the
+ * write lock (`begin immediate`), runs `statement` with `params`, holds the lock for `holdMs` and
+ * commits. Resolves once it holds the lock; `done` resolves with the time of its commit by the
+ * worker's clock, or rejects if it failed.
+ */
+export async function holdSqliteWriteLock(
+  file: string,
+  statement: string,
+  params: unknown[],
+  holdMs: number,
+): Promise<{ done: Promise<number> }> {
+  const worker = new Worker(
+    `
+    const { workerData, parentPort } = require('node:worker_threads');
+    const Database = require('better-sqlite3');
+    const db = new Database(workerData.file, { timeout: 5000 });
+    db.exec('begin immediate');
+    db.prepare(workerData.statement).run(...workerData.params);
+    parentPort.postMessage('locked');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
+    db.exec('commit');
+    const committedAt = Date.now();
+    db.close();
+    parentPort.postMessage('committed ' + committedAt);
+    `,
+    { eval: true, workerData: { file, statement, params, holdMs } },
+  );
+  const messages: string[] = [];
+  const done = new Promise<number>((resolve, reject) => {
+    worker.on('message', (m: string) => messages.push(m));
+    worker.on('error', reject);
+    worker.on('exit', (code) => {
+      const committed = messages.find((m) => m.startsWith('committed '));
+      if (code === 0 && committed) resolve(Number(committed.slice('committed '.length)));
+      else reject(new Error(`the other writer exited ${code}`));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', () => resolve());
+    worker.once('error', reject);
+  });
+  return { done };
 }
