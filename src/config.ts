@@ -157,12 +157,9 @@ export function loadConfig(env: Env = process.env): Config {
     return value;
   };
   const bool = (name: string, fallback: boolean): boolean => {
-    const raw = env[name]?.trim().toLowerCase();
-    if (raw === undefined || raw === '') return fallback;
-    if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-    if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-    problems.push(`${name} must be true or false (got '${env[name]}')`);
-    return fallback;
+    const value = parseFlag(env[name]);
+    if (value === 'invalid') problems.push(`${name} must be true or false (got '${env[name]}')`);
+    return typeof value === 'boolean' ? value : fallback;
   };
   const duration = (name: string, fallback: string): number => {
     const raw = env[name] || fallback;
@@ -393,6 +390,18 @@ function parseOtelEndpoint(raw: string | undefined, problems: string[]): string 
     return undefined;
   }
   return value;
+}
+
+/**
+ * A yes-or-no env var: `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off` in any case; undefined when
+ * unset or empty, 'invalid' for anything else (the caller names the variable in its error).
+ */
+export function parseFlag(raw: string | undefined): boolean | undefined | 'invalid' {
+  const text = raw?.trim().toLowerCase();
+  if (text === undefined || text === '') return undefined;
+  if (['1', 'true', 'yes', 'on'].includes(text)) return true;
+  if (['0', 'false', 'no', 'off'].includes(text)) return false;
+  return 'invalid';
 }
 
 export function isPostgresUrl(url: string): boolean {

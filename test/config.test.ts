@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig, parseFlag } from '../src/config.js';
 
 describe('configuration', () => {
   it('has working defaults: port 4000 on 127.0.0.1 with SQLite under ./data', () => {
@@ -61,6 +61,15 @@ describe('configuration', () => {
       expect(message).toContain("not understood: 'proxy.internal'");
       expect(message).toContain("ANSWER_CACHE_MB must be an integer between 0 and 16384 (got '-1')");
     }
+  });
+
+  it('reads a yes-or-no variable in each of its spellings, as the bench reads its own flags', () => {
+    for (const yes of ['true', 'TRUE', ' yes ', '1', 'on']) expect(parseFlag(yes)).toBe(true);
+    for (const no of ['false', 'No', '0', 'off']) expect(parseFlag(no)).toBe(false);
+    expect(parseFlag(undefined)).toBeUndefined();
+    expect(parseFlag('')).toBeUndefined();
+    expect(parseFlag('maybe')).toBe('invalid');
+    expect(loadConfig({ DEMO_SEED: 'off' }).demoSeed).toBe(false);
   });
 
   it('serves the whole gateway unless SUBGRAPH names one of the subgraphs', () => {

@@ -11,18 +11,6 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  * other writer holds SQLite's write lock from a worker thread (`holdSqliteWriteLock`).
  */
 
-/**
- * Another connection that takes the write lock, writes an undispatched event (seen by others only
- * once it commits), holds the lock for `holdMs` and commits (`holdSqliteWriteLock`).
- */
-const lockHolder = (file: string, eventId: string, holdMs: number) =>
-  holdSqliteWriteLock(
-    file,
-    "insert into events (id, type, occurred_at, account_id, payload, relay) values (?, 'tier_change', ?, null, '{}', 0)",
-    [eventId, Date.now()],
-    holdMs,
-  );
-
 describe('an idle webhook outbox on SQLite', () => {
   let server: TestServer | undefined;
   afterEach(async () => {
@@ -38,7 +26,14 @@ describe('an idle webhook outbox on SQLite', () => {
     while ((await outbox.dispatch()) > 0);
 
     const eventId = randomUUID();
-    const { done } = await lockHolder(server.database.url, eventId, 2_000);
+    // Another connection takes the write lock, writes an event (seen by others once it commits)
+    // and holds the lock for 2 s.
+    const { done } = await holdSqliteWriteLock(
+      server.database.url,
+      "insert into events (id, type, occurred_at, account_id, payload, relay) values (?, 'tier_change', ?, null, '{}', 0)",
+      [eventId, Date.now()],
+      2_000,
+    );
     const dispatched = await outbox.dispatch();
     const claimed = await outbox.deliverDue();
     const pollEndedAt = Date.now();
