@@ -22,7 +22,8 @@ import { preparedRows } from './prepared.js';
  *   and one dedicated connection per process LISTENs. SQLite has no notices, so it polls: every move
  *   stamps its row with the next number of one sequence (`seq`,
  *   Migration20261201000200VersionSequence), and a read more than POLL_MS after the last poll reads
- *   `max(seq)` and, when it moved, the rows stamped since (only those).
+ *   the rows stamped since the last one it saw (only those; none when nothing moved), one indexed
+ *   statement either way.
  *
  * Staleness on SQLite. A write through this process's pipeline is exact: `written` marks the
  * versions its caller reads, and their next read polls at once. Any other writer (raw SQL, the CLI,
@@ -64,7 +65,6 @@ export async function readVersion(em: EntityManager, name: ReadModelName): Promi
 }
 
 const VERSIONS_OF_TWO = 'select name, version from read_model_versions where name in (?, ?)';
-const LAST_STAMP = 'select max(seq) as seq from read_model_versions';
 /** SQLite: how long a version moved by anyone but this process's pipeline may go unseen (see above). */
 export const POLL_MS = 5;
 const STAMPED_SINCE = 'select name, version, seq from read_model_versions where seq > ?';
@@ -174,24 +174,21 @@ export class ReadModelVersions {
   }
 
   /**
-   * SQLite: reads the stamp and, when it moved, the rows stamped since into memory. Everything
+   * SQLite: reads the rows stamped since the last stamp seen into memory, in one statement (an
+   * index's range past that stamp: empty when nothing moved). A poll follows every write of this
+   * process's pipeline and, under writes, most timed ones find a move: a first statement asking
+   * whether the stamp moved (`max(seq)`) only added a round through the driver to those. Everything
    * written here before the poll began is then in memory: its marks are cleared.
    */
   private poll(at: number): MaybePromise<void> {
     const writes = this.writes;
-    const done = () => {
+    return andThen(preparedRows(this.db.root, STAMPED_SINCE, [this.stamp]), (rows) => {
+      for (const row of rows) {
+        this.hear(row.name as string, Number(row.version));
+        this.stamp = Math.max(this.stamp, Number(row.seq));
+      }
       this.polledAt = Math.max(this.polledAt, at);
       for (const name of this.writtenHere.keys()) this.clearMark(name, writes);
-    };
-    return andThen(preparedRows(this.db.root, LAST_STAMP, []), ([last]) => {
-      if (Number(last?.seq ?? -1) === this.stamp) return done();
-      return andThen(preparedRows(this.db.root, STAMPED_SINCE, [this.stamp]), (rows) => {
-        for (const row of rows) {
-          this.hear(row.name as string, Number(row.version));
-          this.stamp = Math.max(this.stamp, Number(row.seq));
-        }
-        done();
-      });
     });
   }
 

@@ -2,9 +2,9 @@ import { PortableMigration } from '../schema-builder.js';
 
 /**
  * SQLite: every move of a version row also stamps it with the next number of one sequence over the
- * whole table (`seq`, set by a trigger on `read_model_versions` itself), so a process tells that no
- * version moved by reading one number (`select max(seq)`, an index's last entry) and, when some
- * did, reads only the rows that moved (src/db/versions.ts). Whoever moves a version moves the
+ * whole table (`seq`, set by a trigger on `read_model_versions` itself), so a process reads only the
+ * rows that moved since the last stamp it saw, from the stamp's index: an empty range when none did
+ * (src/db/versions.ts). Whoever moves a version moves the
  * sequence: the port-operations triggers, the liquidity writers, the CLI, raw SQL, another process.
  * PostgreSQL needs none of it: its versions reach every process by notice.
  */
