@@ -24,11 +24,12 @@ import { systemClock } from '../../src/kernel/clock.js';
 import { seedDemo } from '../../src/seed.js';
 import { DASHBOARD_QUERY } from './port-ops.js';
 import { CLOCK_TICKS, localPostmaster, serverTicks } from './proc.js';
+import { benchFlag } from './scenario.js';
 
 const ITERATIONS = Number(process.argv[2] ?? 300);
 const POSTGRES = process.env.BENCH_DATABASE_URL;
 const ONLY = process.env.BENCH_ONLY;
-const KEPT = process.env.BENCH_KEPT === 'true';
+const KEPT = benchFlag('BENCH_KEPT');
 
 interface Read {
   name: string;

@@ -20,11 +20,10 @@
  * which answers each request with the bytes the gateway gave for that read at start (or for a
  * write of the same kind), from a ready Buffer.
  */
-import { parseFlag } from '../../src/config.js';
 import { mulberry32 } from '../../src/kernel/random.js';
 import type { CapturedAnswer } from './ceiling.js';
 import { CALLS_PER_TENANT, generateFixture, TENANTS, type Tenant } from './fixture.js';
-import type { BenchRequest, BenchScenario } from './scenario.js';
+import { benchFlag, type BenchRequest, type BenchScenario } from './scenario.js';
 
 const DASHBOARD = `query MixedDashboard($first: Int, $after: String, $status: PortCallStatus) {
   portCalls(first: $first, after: $after, status: $status) {
@@ -88,14 +87,7 @@ const SEQUENCE_LENGTH = 5000;
  * tenant in the fixture, with the calls of all the others, so that its orders to confirm last as
  * long as theirs) instead of by the reading tenants.
  */
-const WRITES_APART = writesApart(process.env.BENCH_MIXED_WRITES_APART);
-
-/** The flag as the service reads its own (`parseFlag`), false when unset; a bad value stops the bench. */
-function writesApart(text: string | undefined): boolean {
-  const value = parseFlag(text);
-  if (value === 'invalid') throw new Error(`BENCH_MIXED_WRITES_APART must be true or false (got '${text}')`);
-  return value ?? false;
-}
+const WRITES_APART = benchFlag('BENCH_MIXED_WRITES_APART');
 
 const MIXED = `mixed: ${TENANTS} tenants × ${CALLS_PER_TENANT} port calls, dashboards + liquidity lists + ${+(SHARE_WRITES * 100).toFixed(2)} % writes${WRITES_APART ? ' by a tenant no read asks for' : ''}`;
 

@@ -1,5 +1,17 @@
 /** One HTTP load scenario for `npm run bench` (autocannon, loopback, fixed connections and duration). */
+import { parseFlag } from '../../src/config.js';
 import type { CapturedAnswer } from './ceiling.js';
+
+/**
+ * A yes-or-no setting of the bench, read by the service's own rule (`parseFlag`: true/false, 1/0,
+ * yes/no, on/off), false when unset; any other value stops the bench with an error naming it.
+ */
+export function benchFlag(name: string): boolean {
+  const text = process.env[name];
+  const value = parseFlag(text);
+  if (value === 'invalid') throw new Error(`${name} must be true or false (got '${text}')`);
+  return value ?? false;
+}
 
 export type Dialect = 'sqlite' | 'postgresql';
 /** A target that holds on both dialects, or one per dialect. */
